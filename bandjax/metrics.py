@@ -1,0 +1,95 @@
+"""Time to target, hot spots and energy (model.md sections 6 to 9): pure ``jax.numpy``.
+
+Like :mod:`bandjax.step`, everything is written for one point and broadcasts; per-variant results
+have a last axis of variants in :data:`bandjax.variants.IDS` order.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from . import variants as _v
+from .scenario import Scenario
+from .step import COMPONENTS, col, step_terms_s, traffic_B
+
+ENERGY_PARTS = ("compute", "network", "modules")
+
+# status of a time to target: why it is or is not a number
+OK, NEVER, NOT_MEASURED = 0, 1, 2
+STATUS_MEANINGS = "ok never_reaches_target not_measured"
+
+
+def steps_to_target(sc: Scenario, enob=None, basis: str = "hypothesis") -> np.ndarray:
+    """Steps to the target loss of every variant (variant axis last): inf where the variant was
+    measured never to reach it, nan where it was not measured. Resolved outside jit."""
+    enob = float(sc.enob) if enob is None else float(enob)
+    return np.array([sc.steps.lookup(v, enob, basis) for v in _v.IDS])
+
+
+def status_of(steps) -> np.ndarray:
+    steps = np.asarray(steps)
+    return np.where(np.isnan(steps), NOT_MEASURED, np.where(np.isinf(steps), NEVER, OK)).astype(np.int8)
+
+
+def hot_spots(terms_s):
+    """Share of the step that each component holds, shape (..., variant, component); sums to 1."""
+    return terms_s / jnp.sum(terms_s, axis=-1, keepdims=True)
+
+
+def energy_per_step_J(sc: Scenario, step_s):
+    """Energy per step, shape (..., variant, part) with parts :data:`ENERGY_PARTS`, J.
+
+        compute  = N (GPU static power x step + energy per FLOP x F),   F = 6 P tokens
+        network  = 8 N (port + qsfp bytes) x link J/bit + 8 x 2 x WAN bytes x WAN J/bit
+        modules  = N x module power x step                              (E, E' only)
+
+    Syncing every H steps divides the network bytes by H.
+    """
+    N = 2 * col(sc.workers_per_dc)
+    t = traffic_B(sc)
+    flops = sc.flops_per_param_token * sc.params * sc.tokens_per_worker
+    compute = N * (col(sc.gpu_static_W) * step_s + col(sc.gpu_J_per_FLOP * flops))
+    network = (8 * N * (t.port_B + t.qsfp_B) * col(sc.link_J_per_bit)
+               + 8 * 2 * t.wan_B * col(sc.wan_J_per_bit)) / col(sc.sync_every_H)
+    has_module = jnp.array([v.module for v in _v.VARIANTS])
+    modules = jnp.where(has_module, N * col(sc.module_W) * step_s, 0.0)
+    return jnp.stack(jnp.broadcast_arrays(compute, network, modules), axis=-1)
+
+
+def bytes_per_worker_B(sc: Scenario):
+    """What one worker sends per step: its port and module-port traffic plus its own WAN shard."""
+    t = traffic_B(sc)
+    return t.port_B + t.qsfp_B + t.own_wan_B
+
+
+def evaluate(sc: Scenario, steps):
+    """Every closed-form quantity at once, for jit.
+
+    ``steps``: steps to target, broadcastable to (..., variant); inf = never, nan = not measured.
+    Returns a dict of arrays: ``terms_s`` (..., variant, component), ``step_s``, ``gpu_s``,
+    ``comm_s``, ``time_to_target_s``, ``bytes_per_worker_B``, ``wan_B`` (..., variant),
+    ``energy_J`` (..., variant, part) and ``energy_to_target_J`` (..., variant).
+    """
+    terms = step_terms_s(sc)
+    step = jnp.sum(terms, axis=-1)
+    gpu = terms[..., COMPONENTS.index("gpu_compute")]
+    energy = energy_per_step_J(sc, step)
+    total = jnp.sum(energy, axis=-1)
+    return {
+        "terms_s": terms,
+        "step_s": step,
+        "gpu_s": gpu,
+        "comm_s": step - gpu,
+        "time_to_target_s": steps * step,
+        "bytes_per_worker_B": bytes_per_worker_B(sc),
+        "wan_B": traffic_B(sc).wan_B / col(sc.sync_every_H),
+        "energy_J": energy,
+        "energy_to_target_J": steps * total,
+    }
+
+
+def time_to_target_s(sc: Scenario, steps):
+    """Steps x step time, per variant (last axis), s. Differentiable in the scenario and steps."""
+    return steps * jnp.sum(step_terms_s(sc), axis=-1)
+

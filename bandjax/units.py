@@ -1,0 +1,65 @@
+"""Quantities with units, as a person writes them in a scenario file.
+
+A value is either a bare number (taken in SI) or a string such as ``"12.5 GB/s"``. Each scenario
+field has a dimension; only the units of that dimension are accepted, so ``"12.5 GHz"`` for a
+bandwidth is an error that names the key, the value and the units allowed.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal, InvalidOperation
+
+# dimension -> {unit: factor to SI}. The first unit of each is the one files are written in.
+UNITS: dict[str, dict[str, float]] = {
+    "byte_rate": {"GB/s": 1e9, "B/s": 1.0, "kB/s": 1e3, "MB/s": 1e6, "TB/s": 1e12,
+                  "Gb/s": 1e9 / 8, "Mb/s": 1e6 / 8, "Tb/s": 1e12 / 8},
+    "time": {"ms": 1e-3, "s": 1.0, "us": 1e-6, "ns": 1e-9},
+    "flop_rate": {"GFLOP/s": 1e9, "FLOP/s": 1.0, "TFLOP/s": 1e12},
+    "sample_rate": {"GS/s": 1e9, "S/s": 1.0, "MS/s": 1e6},
+    "power": {"W": 1.0, "mW": 1e-3, "kW": 1e3},
+    "energy_per_flop": {"pJ/FLOP": 1e-12, "J/FLOP": 1.0, "fJ/FLOP": 1e-15, "nJ/FLOP": 1e-9},
+    "energy_per_bit": {"pJ/bit": 1e-12, "J/bit": 1.0, "fJ/bit": 1e-15, "nJ/bit": 1e-9},
+    "count": {"": 1.0},
+}
+
+
+class ScenarioError(ValueError):
+    """A scenario value or key that is not allowed; the message names key, value and what is allowed."""
+
+
+def parse(key: str, value, dimension: str) -> float:
+    """Return ``value`` in SI units, or raise :class:`ScenarioError` naming ``key``.
+
+    ``value`` is a number (SI) or ``"<number> <unit>"`` with a unit of ``dimension``.
+    """
+    units = UNITS[dimension]
+    if isinstance(value, bool):
+        raise ScenarioError(f"{key} = {value!r}: expected a number, not a boolean")
+    if isinstance(value, (int, float)):
+        return float(value)
+    if not isinstance(value, str):
+        raise ScenarioError(f"{key} = {value!r}: expected a number or a string like "
+                            f"'1.5 {next(iter(units))}'")
+    parts = value.strip().split(None, 1)
+    try:
+        number = Decimal(parts[0])
+    except (InvalidOperation, IndexError):
+        raise ScenarioError(f"{key} = {value!r}: expected '<number> <unit>'") from None
+    unit = parts[1].strip() if len(parts) > 1 else ""
+    if unit not in units:
+        allowed = ", ".join(repr(u) for u in units) if dimension != "count" else "a bare number"
+        raise ScenarioError(f"{key} = {value!r}: unit {unit!r} is not a {dimension.replace('_', ' ')}"
+                            f" unit; allowed: {allowed}")
+    # Exact decimal arithmetic, so "0.0227 ms" is the same float as 0.0227e-3.
+    return float(number * Decimal(repr(units[unit])))
+
+
+def format_quantity(value: float, dimension: str) -> str | float | int:
+    """The inverse of :func:`parse` in the dimension's first unit (what files are written in)."""
+    if dimension == "count":
+        return int(value) if float(value).is_integer() else float(value)
+    unit, factor = next(iter(UNITS[dimension].items()))
+    number = value / factor
+    text = repr(round(number, 12)) if math.isfinite(number) else repr(number)
+    return f"{text} {unit}"
