@@ -22,6 +22,7 @@ from ..scenario import Scenario, reference
 
 SECTIONS = (
     "bandjax.report.core",
+    "bandjax.report.figures",  # last: it draws every earlier section's results
 )
 
 SCHEMA_VERSION = 1
@@ -48,6 +49,7 @@ def build(scenario: Scenario | None = None, ctx: dict | None = None) -> dict:
     sc = reference() if scenario is None else scenario
     ctx = {} if ctx is None else ctx
     results: dict = {"schema_version": SCHEMA_VERSION}
+    ctx["results"] = results  # a section may read the sections before it
     for path in SECTIONS:
         results.update(importlib.import_module(path).build(sc, ctx))
     return _json_ready(results)

@@ -1,0 +1,357 @@
+"""The explorer page: one self-contained ``explorer.html`` that opens from disk with no network.
+
+Seven sections (bandwidth, module stages, break-evens, shared WAN, model size, syncing every H
+steps, energy), each a chart from :mod:`bandjax.report.figures` in its interactive form, a
+conclusion written from the numbers, its assumptions, and a plain note for any part whose data is
+not available yet. Vega, Vega-Lite and vega-embed are inlined from vl-convert's bundle; the page
+loads nothing else (no script, font or style from the network).
+
+Controls at the top (steps basis, ENOB, module budget) set Vega signals of every chart that reads
+them; the play buttons sweep the bandwidth (and the shared-WAN trace) and update a readout.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+from .. import variants as _v
+from .._io import atomic_write_text
+from ..scenario import Scenario, reference
+from . import figures as _figures
+from . import views as _views
+
+PAGE = "explorer.html"
+# Signals each chart may read; a chart gets a signal only if its spec declares it.
+SIGNALS = ("basis", "enob", "budget", "bwi", "tj")
+
+
+def _json_script(x) -> str:
+    """JSON safe inside a <script> element."""
+    return json.dumps(x, allow_nan=False, separators=(",", ":")).replace("</", "<\\/")
+
+
+def _bundle() -> str:
+    """Vega, Vega-Lite and vega-embed as one script, from vl-convert (no network)."""
+    import vl_convert as vlc
+
+    return vlc.javascript_bundle(vl_version=_figures.vl_version()).replace("</script", "<\\/script")
+
+
+def _declared(spec: dict) -> list[str]:
+    names = set()
+
+    def walk(s):
+        if isinstance(s, dict):
+            for p in s.get("params", []) or []:
+                if isinstance(p, dict) and "name" in p:
+                    names.add(p["name"])
+            for k in ("layer", "hconcat", "vconcat", "concat"):
+                for sub in s.get(k, []) or []:
+                    walk(sub)
+            if "spec" in s:
+                walk(s["spec"])
+    walk(spec)
+    return [n for n in SIGNALS if n in names]
+
+
+def _table(t: dict | None) -> str:
+    if not t:
+        return ""
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in t["columns"])
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
+                   for row in t["rows"])
+    return (f'<table class="data"><caption>{html.escape(t.get("caption", ""))}</caption>'
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+
+def _generic_table(x) -> str:
+    """A results value of unknown shape (e.g. sensitivities) as a table, shown as it is."""
+    if isinstance(x, list) and x and all(isinstance(r, dict) for r in x):
+        cols = list(dict.fromkeys(k for r in x for k in r))
+        return _table({"columns": cols, "rows": [[_cell(r.get(c)) for c in cols] for r in x],
+                       "caption": "As the break-even section reports it (units as in results.json)."})
+    if isinstance(x, dict):
+        return _table({"columns": ["key", "value"], "rows": [[k, _cell(v)] for k, v in x.items()],
+                       "caption": "As the break-even section reports it (units as in results.json)."})
+    return f"<pre>{html.escape(json.dumps(x, indent=1))}</pre>"
+
+
+def _cell(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, (dict, list)):
+        return json.dumps(v)
+    return "n/a" if v is None else str(v)
+
+
+def _words(view: _views.View) -> str:
+    out = []
+    for c in view.conclusion:
+        out.append(f'<p class="conclusion"><b>Conclusion.</b> {html.escape(c)}</p>')
+    for m in view.missing:
+        out.append(f'<p class="missing"><b>Not available yet.</b> {html.escape(m)}</p>')
+    if view.assumptions:
+        items = "".join(f"<li>{html.escape(a)}</li>" for a in view.assumptions)
+        out.append(f'<div class="assumptions"><b>Assumptions</b><ul>{items}</ul></div>')
+    return "\n".join(out)
+
+
+def _scenario_line(sc: Scenario) -> str:
+    n = int(float(sc.workers_per_dc))
+    return (f"Scenario: {_views.count(float(sc.params))} parameters (dense delta "
+            f"{4 * float(sc.params) / 1e6:.4g} MB), 2 DCs x {n} workers, worker port "
+            f"{float(sc.worker_port_Bps) / 1e9:g} GB/s, module port {float(sc.qsfp_port_Bps) / 1e9:g} GB/s, "
+            f"WAN {_views.fmt_GBps(float(sc.wan_Bps) / 1e9)} per direction, GPU compute "
+            f"{float(sc.gpu_compute_s) * 1e3:.4g} ms a step, {_views.setting_text(sc)}, target loss "
+            f"{sc.steps.target_loss:g}.")
+
+
+def _controls_html(sc: Scenario) -> str:
+    ctl = _views.controls(sc)
+    titles = {"basis": "E' steps basis", "enob": "in-transit ENOB", "budget": "module budget"}
+    parts = []
+    for c in _views.CONTROLS:
+        opts = "".join(f'<option value="{html.escape(v)}"{" selected" if v == ctl[c]["value"] else ""}>'
+                       f"{html.escape(label)}</option>" for v, label in ctl[c]["options"])
+        parts.append(f'<label>{titles[c]} <select id="ctl-{c}" data-signal="{c}">{opts}</select></label>')
+    return "\n".join(parts)
+
+
+SECTION_EXTRA = {
+    "bandwidth": """<div class="player"><button id="play-bw" type="button">&#9654; Play</button>
+<input id="bw-slider" type="range" min="0" max="{nmax}" value="{start}" aria-label="WAN bandwidth">
+<span id="bw-value"></span></div>""",
+}
+
+CSS = """
+:root { --fg:#1d1d1f; --muted:#555; --line:#ddd; --accent:#2d6cdf; }
+* { box-sizing: border-box; }
+body { margin:0; font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Liberation Sans",
+       "DejaVu Sans", Arial, sans-serif; color:var(--fg); background:#fafafa; }
+header { position:sticky; top:0; z-index:10; background:#fff; border-bottom:1px solid var(--line);
+         padding:10px 24px; }
+header h1 { font-size:20px; margin:0 0 2px; }
+header .scenario { color:var(--muted); font-size:13px; margin:0 0 6px; }
+.controls { display:flex; flex-wrap:wrap; gap:18px; align-items:center; font-size:14px; }
+.controls select { font:inherit; margin-left:4px; }
+main { max-width:1240px; margin:0 auto; padding:8px 24px 60px; }
+section { background:#fff; border:1px solid var(--line); border-radius:6px; padding:14px 20px;
+          margin:18px 0; }
+section h2 { font-size:18px; margin:2px 0 10px; }
+.chart { overflow-x:auto; min-height:60px; }
+.player { display:flex; align-items:center; gap:12px; margin:4px 0 8px; }
+.player input[type=range] { width:360px; }
+.player button { font:inherit; padding:3px 12px; min-width:88px; }
+.readout { font-size:14px; margin:6px 0; }
+.readout table, table.data { border-collapse:collapse; font-size:13.5px; margin:8px 0; }
+.readout td, .readout th, table.data td, table.data th { border-bottom:1px solid var(--line);
+          padding:3px 10px; text-align:right; }
+.readout td:first-child, .readout th:first-child, table.data td:first-child,
+table.data th:first-child { text-align:left; }
+.readout tr.winner td { font-weight:600; background:#eef4ff; }
+table.data caption { caption-side:bottom; text-align:left; color:var(--muted); font-size:12.5px;
+                     padding-top:4px; }
+p.conclusion { margin:8px 0; }
+p.missing { margin:8px 0; padding:6px 10px; background:#fff6e0; border-left:3px solid #e0a800; }
+.assumptions { color:var(--muted); font-size:13px; margin-top:8px; }
+.assumptions ul { margin:2px 0 0; padding-left:20px; }
+.key { font-size:13px; color:var(--muted); }
+#load-error { display:none; color:#b00020; font-weight:600; }
+"""
+
+JS = r"""
+const VIEWS = {};
+const STATE = {};
+function setSignal(name, value) {
+  STATE[name] = value;
+  const jobs = [];
+  for (const [id, names] of Object.entries(SIGNALS_OF)) {
+    if (names.includes(name) && VIEWS[id]) jobs.push(VIEWS[id].signal(name, value).runAsync());
+  }
+  return Promise.all(jobs);
+}
+function fmtS(t) { return t >= 1000 ? t.toLocaleString('en', {maximumFractionDigits: 0}) + ' s'
+                                    : Number(t.toPrecision(3)) + ' s'; }
+function fmtG(x) { return x >= 1000 ? x.toLocaleString('en', {maximumFractionDigits: 0})
+                                    : String(Number(x.toPrecision(3))); }
+function matches(r) {
+  return ['basis', 'enob', 'budget'].every(c => r[c] === '*' || r[c] === STATE[c]);
+}
+function updateBandwidth() {
+  const bw = SPECS.bandwidth.datasets;
+  const i = STATE.bwi;
+  const g = PAGE.grid_GBps[i];
+  document.getElementById('bw-value').textContent =
+      'WAN ' + fmtG(g) + ' GB/s (' + fmtG(8 * g) + ' Gb/s) per direction';
+  const rows = bw.curves.filter(r => r.i === i && matches(r));
+  const ok = rows.filter(r => r.t_s !== null).sort((a, b) => a.t_s - b.t_s);
+  const rest = rows.filter(r => r.t_s === null);
+  const best = ok.length ? ok[0] : null;
+  let html = '<table><thead><tr><th>variant</th><th>time to target</th><th>step time</th>'
+           + '<th>x the winner</th></tr></thead><tbody>';
+  for (const r of ok.concat(rest)) {
+    const win = best && r === best;
+    html += '<tr class="' + (win ? 'winner' : '') + '"><td>' + (PAGE.names[r.short] || r.short)
+         + '</td><td>' + (r.t_s === null ? r.status : fmtS(r.t_s)) + '</td><td>'
+         + Number(r.step_ms.toPrecision(4)) + ' ms</td><td>'
+         + (r.t_s === null || !best ? '' : (r.t_s / best.t_s).toFixed(2) + 'x') + '</td></tr>';
+  }
+  html += '</tbody></table>';
+  const w = best ? 'Winner at ' + fmtG(g) + ' GB/s: <b id="bw-winner">' + best.short + '</b> ('
+        + fmtS(best.t_s) + ', ' + STATE.basis + ' basis, ENOB ' + STATE.enob + ', budget '
+        + PAGE.budget_names[STATE.budget] + ').' : 'No variant has a time to target here.';
+  document.getElementById('readout-bandwidth').innerHTML = '<p>' + w + '</p>' + html;
+  document.getElementById('bw-slider').value = i;
+}
+function updateTrace() {
+  const el = document.getElementById('readout-trace');
+  if (!el || !SPECS.shared_wan_trace) return;
+  const rows = SPECS.shared_wan_trace.datasets.trace.filter(r => r.j === STATE.tj);
+  if (!rows.length) return;
+  el.innerHTML = 't = ' + Number(rows[0].t_ms.toPrecision(4)) + ' ms: '
+      + rows.map(r => r.series + ' ' + Number(r.MB.toPrecision(3)) + ' MB').join(', ');
+}
+function player(button, signal, n, update, stepMs) {
+  let timer = null;
+  button.addEventListener('click', () => {
+    if (timer) { clearInterval(timer); timer = null; button.innerHTML = '&#9654; Play'; return; }
+    button.innerHTML = '&#10074;&#10074; Pause';
+    if (STATE[signal] >= n - 1) STATE[signal] = 0;
+    timer = setInterval(() => {
+      const next = STATE[signal] + 1;
+      if (next >= n) { clearInterval(timer); timer = null; button.innerHTML = '&#9654; Play'; return; }
+      setSignal(signal, next).then(update);
+    }, stepMs);
+  });
+}
+async function main() {
+  Object.assign(STATE, PAGE.initial);
+  for (const [id, spec] of Object.entries(SPECS)) {
+    const res = await vegaEmbed('#chart-' + id, spec, {actions: false, renderer: 'svg'});
+    VIEWS[id] = res.view;
+  }
+  for (const sel of document.querySelectorAll('select[data-signal]')) {
+    sel.addEventListener('change', () => setSignal(sel.dataset.signal, sel.value).then(updateBandwidth));
+  }
+  if (SPECS.bandwidth) {
+    const n = PAGE.grid_GBps.length;
+    const slider = document.getElementById('bw-slider');
+    slider.addEventListener('input', () => setSignal('bwi', Number(slider.value)).then(updateBandwidth));
+    player(document.getElementById('play-bw'), 'bwi', n, updateBandwidth, 60);
+    updateBandwidth();
+  }
+  if (SPECS.shared_wan_trace) {
+    player(document.getElementById('play-trace'), 'tj', PAGE.trace_n, updateTrace, 80);
+    updateTrace();
+  }
+  document.body.dataset.ready = 'true';
+}
+main().catch(err => {
+  console.error(err);
+  const el = document.getElementById('load-error');
+  el.style.display = 'block';
+  el.textContent = 'The charts failed to load: ' + err;
+});
+"""
+
+
+def page(scenario: Scenario | None = None, results: dict | None = None) -> str:
+    """The explorer page as one HTML string (charts' JavaScript inlined)."""
+    sc = reference() if scenario is None else scenario
+    results = results or {}
+    views = _views.collect(sc, results)
+    charts = _figures.charts(views, sc, interactive=True)
+    specs = {cid: _figures.to_spec(chart, data) for cid, (_, chart, data) in charts.items()}
+    signals = {cid: _declared(s) for cid, s in specs.items()}
+    bw = next(v for v in views if v.key == "bandwidth")
+    ctl = _views.controls(sc)
+    page_data = {
+        "grid_GBps": bw.data["grid_GBps"],
+        "names": dict(_figures.NAMES),
+        "budget_names": {v: label for v, label in ctl["budget"]["options"]},
+        "initial": {**{c: ctl[c]["value"] for c in _views.CONTROLS}, "bwi": bw.data["start"], "tj": 0},
+    }
+    sections = []
+    for n, view in enumerate(views, start=1):
+        body = []
+        if view.key == "bandwidth":
+            body.append(SECTION_EXTRA["bandwidth"].format(nmax=len(bw.data["grid_GBps"]) - 1,
+                                                          start=bw.data["start"]))
+        if view.key == "shared_wan" and "shared_wan_trace" in specs:
+            page_data["trace_n"] = view.data["trace_meta"]["n"]
+            body.append('<div class="player"><button id="play-trace" type="button">&#9654; Play'
+                        '</button><span id="readout-trace" class="readout"></span></div>')
+        for cid, (key, _, _) in charts.items():
+            if key == view.key:
+                body.append(f'<div id="chart-{cid}" class="chart"></div>')
+        if view.key == "bandwidth":
+            body.append('<div id="readout-bandwidth" class="readout"></div>')
+        body.append(_table(view.table))
+        if view.key == "breakeven" and view.data.get("sensitivity"):
+            body.append("<h3>Sensitivities</h3>" + _generic_table(view.data["sensitivity"]))
+        body.append(_words(view))
+        sections.append(f'<section id="{view.key}"><h2>{n}. {html.escape(view.title)}</h2>\n'
+                        + "\n".join(b for b in body if b) + "</section>")
+    key = "; ".join(html.escape(_views.name(v)) for v in _v.IDS)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>bandjax explorer</title>
+<style>{CSS}</style>
+<script>{_bundle()}</script>
+</head>
+<body>
+<header>
+<h1>When does computing the band in transit pay? An explorer of the closed forms</h1>
+<p class="scenario">{html.escape(_scenario_line(sc))}</p>
+<div class="controls">{_controls_html(sc)}</div>
+</header>
+<main>
+<p id="load-error"></p>
+<p class="key">Variants: {key}.</p>
+{chr(10).join(sections)}
+</main>
+<script>
+const SPECS = {_json_script(specs)};
+const SIGNALS_OF = {_json_script(signals)};
+const PAGE = {_json_script(page_data)};
+{JS}
+</script>
+</body></html>
+"""
+
+
+def write(out: str | Path, scenario: Scenario | None = None, results: dict | None = None) -> Path:
+    """Write ``out/explorer.html`` (whole or not at all); ``results`` default to the report's."""
+    sc = reference() if scenario is None else scenario
+    if results is None:
+        from . import build
+
+        results = build(sc, {})
+    path = Path(out) / PAGE
+    atomic_write_text(path, page(sc, results))
+    return path
+
+
+def _explore(args) -> int:
+    from ..cli import load_scenario
+
+    path = write(args.out, load_scenario(args))
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)")
+    return 0
+
+
+def register_cli(sub) -> None:
+    from ..cli import scenario_arg
+
+    p = sub.add_parser("explore", help="write the explorer page (explorer.html), which works offline",
+                       description="Write one self-contained explorer.html: time to target against "
+                                   "bandwidth with a play button, module stages, break-evens, shared "
+                                   "WAN, model size, syncing every H steps and energy. It opens from "
+                                   "disk with no network.")
+    p.add_argument("--out", default="out", metavar="DIR", help="output folder (default: out)")
+    scenario_arg(p)
+    p.set_defaults(func=_explore)
+

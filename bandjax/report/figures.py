@@ -1,0 +1,427 @@
+"""The report's figures (SVG and PNG) and the charts the explorer page draws.
+
+Every chart is an Altair (Vega-Lite) spec built from a :class:`~bandjax.report.views.View`. The
+same builder serves both uses: ``interactive=False`` fixes the page's controls at the scenario's
+setting (and draws both steps bases side by side) for a static figure; ``interactive=True`` reads
+them from Vega signals (``basis``, ``enob``, ``budget``, and the play position) that the page sets.
+
+As a report section (listed last in :data:`bandjax.report.SECTIONS`, so it reads every earlier
+section's results), it writes ``figures/<key>.svg`` and ``.png`` into the report's folder and
+embeds them in results.md.
+"""
+
+from __future__ import annotations
+
+import json
+
+import altair as alt
+
+from .. import variants as _v
+from .._io import atomic_write_bytes
+from ..scenario import BASES, Scenario
+from . import views as _views
+
+KEY = "figures"
+FIGURES_DIR = "figures"
+
+WIDTH = 560  # one panel, px
+HEIGHT = 300
+# One colour per variant, the same on every chart (Tableau 10).
+VARIANT_COLORS = ("#4c78a8", "#f58518", "#54a24b", "#b79a20", "#e45756", "#b279a2")
+SHORTS = [_v.get(v).short for v in _v.IDS]
+NAMES = {_v.get(v).short: _views.name(v) for v in _v.IDS}
+PART_COLORS = {"compute": "#4c78a8", "network": "#f58518", "modules": "#54a24b"}
+STAGE_COLORS = {"port": "#4c78a8", "optics": "#54a24b", "compute": "#e45756", "fpga": "#b279a2",
+                "module (slowest stage)": "#999999"}
+
+
+def vl_version() -> str:
+    """The Vega-Lite version Altair writes specs for, as vl-convert names it ("6.4")."""
+    major, minor = alt.SCHEMA_VERSION.lstrip("v").split(".")[:2]
+    return f"{major}.{minor}"
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def _sel(sc: Scenario, interactive: bool, basis: str | None = None) -> dict:
+    """Control -> Vega expression: a signal name on the page, a literal in a static figure."""
+    if interactive:
+        return {c: c for c in _views.CONTROLS}
+    at = _views._at(sc, basis or "hypothesis")
+    return {c: json.dumps(at[c]) for c in _views.CONTROLS}
+
+
+def _filter(sel: dict, controls=_views.CONTROLS) -> str:
+    return " && ".join(f"(datum.{c} === '*' || datum.{c} === {sel[c]})" for c in controls)
+
+
+def _params(interactive: bool, sc: Scenario, extra=()):
+    if not interactive:
+        return []
+    ctl = _views.controls(sc)
+    return [alt.param(name=c, value=ctl[c]["value"]) for c in _views.CONTROLS] + list(extra)
+
+
+def _variant_color(field="short"):
+    """Colour by variant; every layer carries the same legend definition, so Vega-Lite merges
+    them into one legend."""
+    return alt.Color(f"{field}:N", title="variant",
+                     scale=alt.Scale(domain=SHORTS, range=list(VARIANT_COLORS)),
+                     legend=alt.Legend(labelExpr=_label_expr(), labelLimit=360, orient="right"))
+
+
+def _label_expr() -> str:
+    """Legend labels: the short name expanded to what the variant does."""
+    return f"{json.dumps(NAMES)}[datum.label] || datum.label"
+
+
+def _log_x(title, domain=None):
+    return alt.X("GBps:Q", title=title,
+                 scale=alt.Scale(type="log", domain=list(domain) if domain else alt.Undefined),
+                 axis=alt.Axis(format="~g", grid=True))
+
+
+def _finish(chart, title: str | None = None):
+    chart = chart.configure_axis(labelFontSize=13, titleFontSize=14).configure_legend(
+        labelFontSize=13, titleFontSize=13).configure_header(labelFontSize=13).configure_title(fontSize=15, anchor="start")
+    if title:
+        chart = chart.properties(title=title)
+    return chart
+
+
+def _hconcat_bases(build) -> alt.HConcatChart:
+    return alt.hconcat(*(build(b).properties(title=f"{b} basis") for b in BASES), spacing=30)
+
+
+def to_spec(chart, datasets: dict) -> dict:
+    """The Vega-Lite spec of ``chart`` with its named datasets filled in."""
+    spec = chart.to_dict()
+    spec["datasets"] = {k: v for k, v in datasets.items()}
+    return spec
+
+
+# ------------------------------------------------------------------------------ 1. bandwidth
+
+
+def bandwidth_chart(view: _views.View, sc: Scenario, interactive: bool = False):
+    d = view.data
+
+    def panel(basis):
+        sel = _sel(sc, interactive, basis)
+        x = _log_x("WAN bandwidth per direction (GB/s, log)", _views.BANDWIDTH_RANGE_GBps)
+        y = alt.Y("t_s:Q", title="time to target (s, log)", scale=alt.Scale(type="log"),
+                  axis=alt.Axis(format="~g"))
+        tooltip = [alt.Tooltip("short:N", title="variant"), alt.Tooltip("GBps:Q", title="GB/s", format=".3g"),
+                   alt.Tooltip("t_s:Q", title="time to target (s)", format=".3g"),
+                   alt.Tooltip("step_ms:Q", title="step (ms)", format=".4g")]
+        curves = alt.Chart(alt.NamedData(name="curves")).transform_filter(_filter(sel))
+        layers = [curves.mark_line(strokeWidth=2).encode(x=x, y=y, color=_variant_color(),
+                                                        tooltip=tooltip)]
+        wan = alt.Chart(alt.NamedData(name="scenario")).encode(x=alt.X("GBps:Q"))
+        layers += [wan.mark_rule(strokeDash=[4, 4], color="#666"),
+                   wan.mark_text(align="left", dx=4, dy=-4, baseline="bottom", color="#444",
+                                 fontSize=11).encode(text="label:N", y=alt.value(0))]
+        if d["dots"]:
+            dots = alt.Chart(alt.NamedData(name="dots")).transform_filter(_filter(sel))
+            layers.append(dots.mark_point(size=90, filled=False, strokeWidth=2, shape="circle").encode(
+                x=x, y=y, color=_variant_color(),
+                tooltip=[alt.Tooltip("short:N", title="variant (engine, load 0)"),
+                         alt.Tooltip("step_ms:Q", title="step (ms)", format=".4g")]))
+        if interactive:
+            at = curves.transform_filter("datum.i === bwi")
+            layers += [at.mark_rule(color="#222", strokeWidth=1.5).encode(x=x),
+                       at.mark_point(size=110, filled=True, opacity=1).encode(
+                           x=x, y=y, color=_variant_color())]
+        return alt.layer(*layers).properties(width=WIDTH + (120 if interactive else 0), height=HEIGHT + 40)
+
+    if interactive:
+        chart = panel(None).add_params(*_params(True, sc, [alt.param(name="bwi", value=d["start"])]))
+    else:
+        chart = _hconcat_bases(panel)
+    return _finish(chart), {"curves": d["curves"], "dots": d["dots"],
+                            "scenario": [{"GBps": d["scenario_GBps"],
+                                          "label": f"scenario: {_views.g3(d['scenario_GBps'])} GB/s"}]}
+
+
+# ------------------------------------------------------------------------------ 2. stages
+
+
+def stages_chart(view: _views.View, sc: Scenario, interactive: bool = False):
+    d = view.data
+    x = alt.X("GFLOPs:Q", title="module compute budget (GFLOP/s, log)",
+              scale=alt.Scale(type="log", domain=list(_views.BUDGET_RANGE_GFLOPs)),
+              axis=alt.Axis(format="~g"))
+    y = alt.Y("ms:Q", title="stage time per worker's delta (ms, log)", scale=alt.Scale(type="log"),
+              axis=alt.Axis(format="~g"))
+    color = alt.Color("stage:N", title="stage", scale=alt.Scale(
+        domain=list(STAGE_COLORS), range=list(STAGE_COLORS.values())),
+        legend=alt.Legend(symbolOpacity=1, symbolStrokeWidth=3, labelLimit=260))
+    base = alt.Chart(alt.NamedData(name="stages"))
+    module = base.transform_filter("datum.stage === 'module (slowest stage)'").mark_line(
+        strokeWidth=9, opacity=0.35).encode(x=x, y=y, color=color)
+    stages = base.transform_filter("datum.stage !== 'module (slowest stage)'").mark_line(
+        strokeWidth=2).encode(x=x, y=y, color=color, tooltip=[
+            "stage:N", alt.Tooltip("GFLOPs:Q", format=".3g", title="GFLOP/s"),
+            alt.Tooltip("ms:Q", format=".4g", title="ms"), "binding:N"])
+    marks = alt.Chart(alt.NamedData(name="marks"))
+    rules = marks.mark_rule(strokeDash=[4, 4], color="#444").encode(x=alt.X("GFLOPs:Q"))
+    top = marks.transform_filter("datum.where === 'top'").mark_text(
+        align="left", dx=5, baseline="top", fontSize=11, color="#222", lineBreak="\n").encode(
+        x="GFLOPs:Q", y=alt.value(4), text="label:N")
+    bottom = marks.transform_filter("datum.where === 'bottom'").mark_text(
+        align="right", dx=-4, baseline="bottom", fontSize=11, color="#222").encode(
+        x="GFLOPs:Q", y=alt.value(HEIGHT - 4), text="label:N")
+    chart = alt.layer(module, stages, rules, top, bottom).properties(width=WIDTH, height=HEIGHT)
+    be = d["break_even_GFLOPs"]
+    mark_rows = [{"GFLOPs": be, "label": f"{be:.1f} GFLOP/s:\ncompute stops binding", "where": "top"}]
+    mark_rows += [{"GFLOPs": v, "label": f"[{k}] {v:g}", "where": "bottom"} for k, v in d["marks"].items()]
+    return _finish(chart), {"stages": d["stages"], "marks": mark_rows}
+
+
+# ------------------------------------------------------------------------------ 3. break-even
+
+
+def breakeven_chart(view: _views.View, sc: Scenario, interactive: bool = False):
+    d = view.data
+
+    def panel(basis):
+        sel = _sel(sc, interactive, basis)
+        x = _log_x("WAN bandwidth per direction (GB/s, log)", _views.BANDWIDTH_RANGE_GBps)
+        y = alt.Y("ratio:Q", title="time to target, ratio (log)", scale=alt.Scale(type="log"),
+                  axis=alt.Axis(format="~g"))
+        color = alt.Color("pair:N", title="pair (first / second)")
+        lines = alt.Chart(alt.NamedData(name="ratios")).transform_filter(_filter(sel)).mark_line(
+            strokeWidth=2).encode(x=x, y=y, color=color, tooltip=[
+                "pair:N", alt.Tooltip("GBps:Q", format=".3g", title="GB/s"),
+                alt.Tooltip("ratio:Q", format=".3g")])
+        one = alt.Chart(alt.NamedData(name="one")).mark_rule(color="#444", strokeDash=[4, 4]).encode(
+            y="ratio:Q")
+        width = WIDTH if interactive else WIDTH - 140
+        label = alt.Chart(alt.NamedData(name="one")).mark_text(
+            align="right", baseline="top", dx=-4, dy=3, fontSize=11, color="#444").encode(
+            y="ratio:Q", x=alt.value(width), text="label:N")
+        layers = [one, label, lines]
+        if d["crossings"]:
+            layers.append(alt.Chart(alt.NamedData(name="crossings")).transform_filter(_filter(sel)).mark_point(
+                shape="diamond", size=120, filled=True).encode(x=x, y=y, color=color, tooltip=[
+                    "pair:N", alt.Tooltip("GBps:Q", format=".4g", title="break-even (GB/s)")]))
+        return alt.layer(*layers).properties(width=width, height=HEIGHT)
+
+    chart = panel(None).add_params(*_params(True, sc)) if interactive else _hconcat_bases(panel)
+    return _finish(chart), {"ratios": d["ratios"], "crossings": d["crossings"],
+                            "one": [{"ratio": 1.0, "label": "equal times (below: first wins)"}]}
+
+
+def enob_chart(view: _views.View, sc: Scenario, interactive: bool = False):
+    rows = view.data.get("enob_break_even")
+    if not rows:
+        return None, {}
+    chart = alt.Chart(alt.NamedData(name="enob")).mark_line(point=True).encode(
+        x=_log_x("WAN bandwidth per direction (GB/s, log)"),
+        y=alt.Y("enob:Q", title="lowest ENOB that still wins (bits)"),
+        color=alt.Color("pair:N", title="pair"), strokeDash=alt.StrokeDash("basis:N", title="basis"),
+        tooltip=["pair:N", "basis:N", alt.Tooltip("GBps:Q", format=".3g"), alt.Tooltip("enob:Q", format=".3g")],
+    ).properties(width=WIDTH, height=HEIGHT - 60)
+    return _finish(chart), {"enob": rows}
+
+
+# ------------------------------------------------------------------------------ 4. shared WAN
+
+
+def shared_wan_charts(view: _views.View, sc: Scenario, interactive: bool = False):
+    d = view.data
+    out = {}
+    if d.get("steps"):
+        base = alt.Chart(alt.NamedData(name="steps"))
+        x = alt.X("load:Q", title="load of other jobs' traffic (share of the WAN)")
+        y = alt.Y("step_ms:Q", title="mean step time (ms, log)", scale=alt.Scale(type="log"),
+                  axis=alt.Axis(format="~g"))
+        layers = [base.mark_line(point=True).encode(x=x, y=y, color=_variant_color(), tooltip=[
+            alt.Tooltip("short:N", title="variant"), "load:Q",
+            alt.Tooltip("step_ms:Q", format=".4g", title="step (ms)"),
+            alt.Tooltip("lo_ms:Q", format=".4g", title="95% low (ms)"),
+            alt.Tooltip("hi_ms:Q", format=".4g", title="95% high (ms)")])]
+        if any(r.get("lo_ms") is not None for r in d["steps"]):
+            layers.append(base.mark_errorbar(ticks=True).encode(
+                x=x, y=alt.Y("lo_ms:Q", title="mean step time (ms, log)"), y2="hi_ms:Q",
+                color=_variant_color()))
+        if any("approx_ms" in r for r in d["steps"]):
+            layers.append(base.mark_line(strokeDash=[3, 3], opacity=0.8).encode(
+                x=x, y="approx_ms:Q", color=_variant_color()))
+        out["steps"] = (_finish(alt.layer(*layers).properties(width=WIDTH, height=HEIGHT)),
+                        {"steps": d["steps"]})
+    if d.get("trace"):
+        meta = d["trace_meta"]
+        base = alt.Chart(alt.NamedData(name="trace"))
+        x = alt.X("t_ms:Q", title="time in the run (ms)")
+        y = alt.Y("MB:Q", title="MB")
+        layers = [base.mark_line(interpolate="step-after").encode(
+            x=x, y=y, color=alt.Color("series:N", title="")), ]
+        params = []
+        if interactive:
+            at = base.transform_filter("datum.j === tj")
+            layers += [at.mark_rule(color="#222").encode(x=x),
+                       at.mark_point(filled=True, size=80).encode(x=x, y=y, color="series:N")]
+            params = [alt.param(name="tj", value=0)]
+        title = (f"trace: {_views.short(meta['variant']) if meta.get('variant') in _v.IDS else meta.get('variant')}"
+                 f", load {meta.get('load')}, {meta.get('GBps')} GB/s")
+        chart = alt.layer(*layers).properties(width=WIDTH, height=HEIGHT - 60, title=title)
+        if params:
+            chart = chart.add_params(*params)
+        out["trace"] = (_finish(chart), {"trace": d["trace"]})
+    return out
+
+
+# ------------------------------------------------------------------------------ 5. model size
+
+
+def model_chart(view: _views.View, sc: Scenario, interactive: bool = False):
+    sel = _sel(sc, interactive)
+    chart = alt.Chart(alt.NamedData(name="bars")).transform_filter(
+        _filter(sel, ("enob", "budget"))).mark_bar().encode(
+        x=alt.X("bar:N", title=None, sort=_views.bar_order(), axis=alt.Axis(labelAngle=-40)),
+        y=alt.Y("t_s:Q", title="time to target (s, log)", scale=alt.Scale(type="log"),
+                axis=alt.Axis(format="~g"), stack=None),
+        color=_variant_color(),
+        column=alt.Column("model_label:N", title=None, sort=view.data["models"],
+                          header=alt.Header(labelLimit=170)),
+        tooltip=[alt.Tooltip("bar:N", title="variant"), "model:N",
+                 alt.Tooltip("t_s:Q", format=".3g", title="time to target (s)"), "status:N"],
+    ).properties(width=150, height=HEIGHT - 40)
+    if interactive:
+        chart = chart.add_params(*_params(True, sc))
+    return _finish(chart), {"bars": view.data["bars"]}
+
+
+# ------------------------------------------------------------------------------ 6. every H
+
+
+def h_chart(view: _views.View, sc: Scenario, interactive: bool = False):
+    def panel(basis):
+        sel = _sel(sc, interactive, basis)
+        return alt.Chart(alt.NamedData(name="curves")).transform_filter(_filter(sel)).mark_line(
+            point=alt.OverlayMarkDef(size=25)).encode(
+            x=alt.X("H:Q", title="sync every H steps (log)",
+                    scale=alt.Scale(type="log", domain=[_views.H_VALUES[0], _views.H_VALUES[-1]], nice=False),
+                    axis=alt.Axis(format="~g")),
+            y=alt.Y("t_s:Q", title="time to target (s, log)", scale=alt.Scale(type="log"),
+                    axis=alt.Axis(format="~g")),
+            color=_variant_color(),
+            tooltip=[alt.Tooltip("short:N", title="variant"), "H:Q",
+                     alt.Tooltip("t_s:Q", format=".3g", title="time to target (s)")],
+        ).properties(width=WIDTH + (120 if interactive else -140), height=HEIGHT)
+
+    chart = panel(None).add_params(*_params(True, sc)) if interactive else _hconcat_bases(panel)
+    return _finish(chart), {"curves": view.data["curves"]}
+
+
+# ------------------------------------------------------------------------------ 7. energy
+
+
+def energy_chart(view: _views.View, sc: Scenario, interactive: bool = False):
+    sel = _sel(sc, interactive)
+    color = alt.Color("part:N", title="energy", scale=alt.Scale(
+        domain=list(PART_COLORS), range=list(PART_COLORS.values())))
+    order = alt.Order("order:Q")
+    per_step = alt.Chart(alt.NamedData(name="per_step")).transform_filter(
+        _filter(sel, ("enob", "budget"))).transform_calculate(
+        order=f"indexof({json.dumps(list(PART_COLORS))}, datum.part)").mark_bar().encode(
+        x=alt.X("short:N", title=None, sort=SHORTS, axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("J:Q", title="energy per step (J)"), color=color, order=order,
+        tooltip=[alt.Tooltip("short:N", title="variant"), "part:N",
+                 alt.Tooltip("J:Q", format=".4g", title="J")],
+    ).properties(width=300, height=HEIGHT - 20, title="per step")
+    to_target = alt.Chart(alt.NamedData(name="to_target")).transform_filter(
+        _filter(sel, ("enob", "budget"))).transform_calculate(
+        order=f"indexof({json.dumps(list(PART_COLORS))}, datum.part)").mark_bar().encode(
+        x=alt.X("bar:N", title=None, sort=_views.bar_order(), axis=alt.Axis(labelAngle=-40)),
+        y=alt.Y("kJ:Q", title="energy to target (kJ)"), color=color, order=order,
+        tooltip=[alt.Tooltip("bar:N", title="variant"), "part:N",
+                 alt.Tooltip("kJ:Q", format=".4g", title="kJ")],
+    ).properties(width=340, height=HEIGHT - 20, title="to target")
+    chart = alt.hconcat(per_step, to_target, spacing=40)
+    if interactive:
+        chart = chart.add_params(*_params(True, sc))
+    return _finish(chart), {"per_step": view.data["per_step"], "to_target": view.data["to_target"]}
+
+
+# ------------------------------------------------------------------------------ all charts
+
+
+def charts(views: list[_views.View], sc: Scenario, interactive: bool = False) -> dict:
+    """chart id -> (section key, Altair chart, datasets), in the page's order."""
+    by = {v.key: v for v in views}
+    out: dict = {}
+    simple = {"bandwidth": bandwidth_chart, "stages": stages_chart, "breakeven": breakeven_chart,
+              "model": model_chart, "sync_h": h_chart, "energy": energy_chart}
+    for v in views:
+        if v.key in simple:
+            chart, data = simple[v.key](v, sc, interactive)
+            out[v.key] = (v.key, chart, data)
+        if v.key == "breakeven":
+            chart, data = enob_chart(v, sc, interactive)
+            if chart is not None:
+                out["breakeven_enob"] = (v.key, chart, data)
+        if v.key == "shared_wan":
+            for name, (chart, data) in shared_wan_charts(by["shared_wan"], sc, interactive).items():
+                out[f"shared_wan_{name}"] = (v.key, chart, data)
+    return out
+
+
+# ------------------------------------------------------------------------------ report section
+
+
+def render(spec: dict) -> tuple[bytes, bytes]:
+    """(SVG, PNG) of a Vega-Lite spec, rendered offline by vl-convert."""
+    import vl_convert as vlc
+
+    svg = vlc.vegalite_to_svg(spec, vl_version=vl_version())
+    png = vlc.vegalite_to_png(spec, vl_version=vl_version(), scale=2)
+    return svg.encode("utf-8"), png
+
+
+def build(scenario: Scenario, ctx: dict) -> dict:
+    """Write every figure into ``ctx["out"]/figures`` (when there is an output folder)."""
+    out = ctx.get("out")
+    if out is None:
+        return {KEY: []}
+    from pathlib import Path
+
+    from tqdm import tqdm
+
+    from . import _json_ready
+
+    results = _json_ready(ctx.get("results", {}))
+    views = _views.collect(scenario, results)
+    by = {v.key: v for v in views}
+    folder = Path(out) / FIGURES_DIR
+    entries = []
+    items = list(charts(views, scenario).items())
+    for fid, (key, chart, data) in tqdm(items, desc="figures", unit="figure", leave=False):
+        svg, png = render(to_spec(chart, data))
+        atomic_write_bytes(folder / f"{fid}.svg", svg)
+        atomic_write_bytes(folder / f"{fid}.png", png)
+        entries.append({"id": fid, "section": key, "title": by[key].title,
+                        "svg": f"{FIGURES_DIR}/{fid}.svg", "png": f"{FIGURES_DIR}/{fid}.png"})
+    sections = [{"section": v.key, "title": v.title, "conclusion": v.conclusion,
+                 "assumptions": v.assumptions, "missing": v.missing} for v in views]
+    return {KEY: entries, "figure_sections": sections}
+
+
+def markdown(results: dict) -> str:
+    entries = results.get(KEY) or []
+    if not entries:
+        return ""
+    parts = ["## Figures"]
+    for s in results.get("figure_sections", []):
+        figs = [e for e in entries if e["section"] == s["section"]]
+        parts.append(f"### {s['title']}")
+        for e in figs:
+            parts.append(f"![{s['title']}]({e['svg']})\n\n(PNG: [{e['png']}]({e['png']}))")
+        parts += s["conclusion"]
+        parts += [f"*Not available yet:* {m}" for m in s["missing"]]
+        if s["assumptions"]:
+            parts.append("Assumptions: " + " ".join(s["assumptions"]))
+    return "\n\n".join(parts)
+
