@@ -12,6 +12,7 @@ them; the play buttons sweep the bandwidth (and the shared-WAN trace) and update
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 from pathlib import Path
@@ -32,6 +33,7 @@ def _json_script(x) -> str:
     return json.dumps(x, allow_nan=False, separators=(",", ":")).replace("</", "<\\/")
 
 
+@functools.lru_cache(maxsize=1)
 def _bundle() -> str:
     """Vega, Vega-Lite and vega-embed as one script, from vl-convert (no network)."""
     import vl_convert as vlc

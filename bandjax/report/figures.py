@@ -76,6 +76,14 @@ def _label_expr() -> str:
     return f"{json.dumps(NAMES)}[datum.label] || datum.label"
 
 
+def _log_domain(rows, key) -> list[float] | alt.UndefinedType:
+    """[min, max] of ``key`` over every setting of the controls: the axis stays put when a
+    control or the play button changes what is drawn, and a setting with nothing to draw (a
+    variant that never reaches the target) leaves empty axes rather than none."""
+    values = [r[key] for r in rows if r.get(key) is not None and r[key] > 0]
+    return [min(values), max(values)] if values else alt.Undefined
+
+
 def _log_x(title, domain=None):
     return alt.X("GBps:Q", title=title,
                  scale=alt.Scale(type="log", domain=list(domain) if domain else alt.Undefined),
@@ -110,7 +118,8 @@ def bandwidth_chart(view: _views.View, sc: Scenario, interactive: bool = False):
     def panel(basis):
         sel = _sel(sc, interactive, basis)
         x = _log_x("WAN bandwidth per direction (GB/s, log)", _views.BANDWIDTH_RANGE_GBps)
-        y = alt.Y("t_s:Q", title="time to target (s, log)", scale=alt.Scale(type="log"),
+        y = alt.Y("t_s:Q", title="time to target (s, log)",
+                  scale=alt.Scale(type="log", domain=_log_domain(d["curves"], "t_s")),
                   axis=alt.Axis(format="~g"))
         tooltip = [alt.Tooltip("short:N", title="variant"), alt.Tooltip("GBps:Q", title="GB/s", format=".3g"),
                    alt.Tooltip("t_s:Q", title="time to target (s)", format=".3g"),
@@ -188,7 +197,8 @@ def breakeven_chart(view: _views.View, sc: Scenario, interactive: bool = False):
     def panel(basis):
         sel = _sel(sc, interactive, basis)
         x = _log_x("WAN bandwidth per direction (GB/s, log)", _views.BANDWIDTH_RANGE_GBps)
-        y = alt.Y("ratio:Q", title="time to target, ratio (log)", scale=alt.Scale(type="log"),
+        y = alt.Y("ratio:Q", title="time to target, ratio (log)",
+                  scale=alt.Scale(type="log", domain=_log_domain(d["ratios"] + [{"ratio": 1.0}], "ratio")),
                   axis=alt.Axis(format="~g"))
         color = alt.Color("pair:N", title="pair (first / second)")
         lines = alt.Chart(alt.NamedData(name="ratios")).transform_filter(_filter(sel)).mark_line(
@@ -305,7 +315,8 @@ def h_chart(view: _views.View, sc: Scenario, interactive: bool = False):
             x=alt.X("H:Q", title="sync every H steps (log)",
                     scale=alt.Scale(type="log", domain=[_views.H_VALUES[0], _views.H_VALUES[-1]], nice=False),
                     axis=alt.Axis(format="~g")),
-            y=alt.Y("t_s:Q", title="time to target (s, log)", scale=alt.Scale(type="log"),
+            y=alt.Y("t_s:Q", title="time to target (s, log)",
+                    scale=alt.Scale(type="log", domain=_log_domain(view.data["curves"], "t_s")),
                     axis=alt.Axis(format="~g")),
             color=_variant_color(),
             tooltip=[alt.Tooltip("short:N", title="variant"), "H:Q",

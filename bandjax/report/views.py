@@ -574,8 +574,8 @@ def shared_wan_view(sc: Scenario, results: dict) -> View:
         best1 = min((v for v in step if step[v][top] is not None), key=lambda v: step[v][top], default=None)
         if best0 and best1:
             view.conclusion.append(
-                f"The fastest step is {short(best0)}'s at load {float(loads[0]):g} and "
-                f"{short(best1)}'s at load {float(loads[top]):g}.")
+                f"Fastest mean step at load {float(loads[0]):g}: {short(best0)}; at load "
+                f"{float(loads[top]):g}: {short(best1)}.")
     view.assumptions = [
         "Each WAN direction is one first-come-first-served link; other jobs send 1 MB transfers as "
         "a Poisson process at load x bandwidth.",

@@ -1,0 +1,368 @@
+"""The explorer page: built from the closed forms and the report's results, self-contained, and
+working in a headless browser with the network cut."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bandjax as bj
+from bandjax import cli
+from bandjax.report import explorer, views
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SECTIONS = ("bandwidth", "stages", "breakeven", "shared_wan", "model", "sync_h", "energy")
+
+
+def fake_results(sc=None) -> dict:
+    """Results of the break-even and shared-WAN sections, shaped as their contracts say, for
+    exercising the page before those sections exist. The load-0 points are the closed form's own
+    step times (the engine must equal it at load 0); every other number is arbitrary."""
+    sc = bj.reference() if sc is None else sc
+    gbps = [1.0, 12.5, 100.0]
+    ds = bj.sweep(sc, bandwidth=gbps, basis=list(bj.BASES), quantities=["step_s", "time_to_target_s"])
+    points = []
+    for vid in ("adamw", "band_switch"):
+        for basis in bj.BASES:
+            for g in gbps:
+                at = ds.sel(bandwidth=g, basis=basis, variant=vid)
+                points.append({"variant": vid, "GBps": g, "basis": basis,
+                               "step_ms": float(at.step_s) * 1e3,
+                               "time_to_target_s": float(at.time_to_target_s)})
+    n = 20
+    return {
+        "break_even_GBps": [
+            {"a": "band_switch", "b": "topk", "basis": "hypothesis", "GBps": [0.55],
+             "winner_below": "band_switch"},
+            {"a": "band_switch", "b": "adamw", "basis": "exact", "GBps": [], "winner_below": "adamw"},
+        ],
+        "enob_break_even": [{"a": "band_pluggable", "b": "adamw", "basis": "hypothesis",
+                             "GBps": [0.1, 1.0, 10.0], "enob": [4.0, 6.0, 9.0]}],
+        "sensitivity": [{"parameter": "optics_Sps", "d_log_break_even_d_log_param": 0.25}],
+        "shared_wan": {
+            "seed": 7, "loads": [0.0, 0.3, 0.6], "steps": 50,
+            "step_ms": {"adamw": [4.075, 5.0, 7.5], "band_switch": [3.726, 4.1, 5.2]},
+            "mean_step_ms": None,
+            "ci95_ms": {"adamw": [[4.075, 4.075], [4.8, 5.2], [7.0, 8.0]],
+                        "band_switch": [[3.726, 3.726], [4.0, 4.2], [5.0, 5.4]]},
+            "growth": None, "approx_step_ms": None, "approx_accuracy": None,
+            "trace": {"variant": "adamw", "load": 0.3, "bandwidth_GBps": 12.5,
+                      "t_ms": [0.25 * j for j in range(n)],
+                      "queue_out": [1e6 * (j % 4) for j in range(n)],
+                      "queue_in": [1e6 * ((j + 2) % 3) for j in range(n)],
+                      "sync_bytes_left": [31.7e6 * (1 - j / (n - 1)) for j in range(n)]},
+            "load0_points": points,
+        },
+    }
+
+
+# ------------------------------------------------------------------------------ the views
+
+
+@pytest.fixture(scope="module")
+def ref_views():
+    return {v.key: v for v in views.collect(bj.reference(), {})}
+
+
+def _at(rows, vid, i, **sel):
+    rs = views.pick([r for r in rows if r["variant"] == vid and r["i"] == i], **sel)
+    assert len(rs) == 1, (vid, i, sel, rs)
+    return rs[0]
+
+
+def test_bandwidth_curves_reproduce_the_reference_times(ref_views):
+    v = ref_views["bandwidth"]
+    i = v.data["start"]
+    assert v.data["grid_GBps"][i] == pytest.approx(12.5, rel=1e-12)
+    rows = v.data["curves"]
+    at = {"enob": "8", "budget": "free", "basis": "hypothesis"}
+    # model.md section 12: top-k 0.93 s, AdamW 1.63 s, C 3.85 s at 100 GbE; E' step 3.726 ms
+    assert _at(rows, "topk", i, **at)["t_s"] == pytest.approx(0.93, abs=0.005)
+    assert _at(rows, "adamw", i, **at)["t_s"] == pytest.approx(1.63, abs=0.005)
+    assert _at(rows, "band_gpu", i, **at)["t_s"] == pytest.approx(3.85, abs=0.005)
+    assert _at(rows, "band_gpu", i, **at)["step_ms"] == pytest.approx(1.443, abs=5e-4)
+    assert _at(rows, "band_switch", i, **at)["step_ms"] == pytest.approx(3.726, abs=5e-4)
+    # model.md section 12: E at [low] 33.348 ms a step
+    assert _at(rows, "band_pluggable", i, enob="8", budget="low", basis="exact")["step_ms"] == \
+        pytest.approx(33.348, abs=5e-4)
+
+
+def test_rows_are_stored_once_per_control_a_variant_depends_on(ref_views):
+    rows = ref_views["bandwidth"].data["curves"]
+    n = len(ref_views["bandwidth"].data["grid_GBps"])
+    by = {vid: [r for r in rows if r["variant"] == vid] for vid in bj.variants.IDS}
+    assert all(r["basis"] == r["enob"] == r["budget"] == "*" for r in by["adamw"])
+    assert len(by["adamw"]) == n
+    # E: ENOB (2 measured) x budget (3); not the basis. E': also the basis.
+    assert len(by["band_pluggable"]) == n * 2 * 3
+    assert {r["basis"] for r in by["band_pluggable"]} == {"*"}
+    assert len(by["band_switch"]) == n * 2 * 3 * 2
+
+
+def test_never_and_not_measured_are_not_numbers(ref_views):
+    rows = ref_views["bandwidth"].data["curves"]
+    i = ref_views["bandwidth"].data["start"]
+    e6 = _at(rows, "band_pluggable", i, enob="6", budget="free", basis="hypothesis")
+    assert e6["t_s"] is None and e6["status"] == "never reaches the target"
+    assert e6["step_ms"] > 0
+
+
+def test_exact_basis_changes_only_band_switch(ref_views):
+    rows = ref_views["bandwidth"].data["curves"]
+    i = ref_views["bandwidth"].data["start"]
+    hyp = _at(rows, "band_switch", i, enob="8", budget="free", basis="hypothesis")
+    exa = _at(rows, "band_switch", i, enob="8", budget="free", basis="exact")
+    # E' takes E's 1,800 steps (hypothesis) or the exact band's 2,667 (model.md section 6)
+    assert exa["t_s"] / hyp["t_s"] == pytest.approx(2667 / 1800, rel=1e-6)
+
+
+def test_stages_view(ref_views):
+    v = ref_views["stages"]
+    assert v.data["break_even_GFLOPs"] == pytest.approx(140.0, rel=1e-12)  # model.md section 4
+    text = " ".join(v.conclusion)
+    assert "140.0 GFLOP/s" in text and "optics" in text and "31.667 ms" in text
+    free = v.table["rows"][0]
+    assert free[1:] == ["1.267", "2.262 (binds)", "0", "0.7917"]  # model.md section 4
+    binding = {r["GFLOPs"]: r["stage"] for r in v.data["stages"] if r["binding"] and r["stage"] in bj.STAGES}
+    assert binding[10.0] == "compute" and binding[1000.0] == "optics"
+
+
+def test_missing_sections_say_so_and_invent_nothing(ref_views):
+    assert ref_views["bandwidth"].data["dots"] == []
+    assert any("load0_points" in m for m in ref_views["bandwidth"].missing)
+    assert ref_views["breakeven"].data["crossings"] == []
+    assert len(ref_views["breakeven"].missing) == 3
+    sw = ref_views["shared_wan"]
+    assert sw.data == {} and sw.table is None and sw.conclusion == []
+    assert "not available yet" in sw.missing[0]
+    for key in ("stages", "model", "sync_h", "energy"):
+        assert ref_views[key].missing == [] and ref_views[key].conclusion
+
+
+def test_model_and_h_views(ref_views):
+    m = ref_views["model"]
+    study = views.pick([r for r in m.data["bars"] if r["model"] == "study" and r["variant"] == "topk"],
+                       enob="8", budget="free")
+    assert study[0]["t_s"] == pytest.approx(0.93, abs=0.005)
+    assert m.table["rows"][0][2] == "0.925 s"
+    h = ref_views["sync_h"].data["curves"]
+    adamw = sorted((r["H"], r["t_s"]) for r in h if r["variant"] == "adamw")
+    assert adamw[0] == (1.0, pytest.approx(1.63, abs=0.005))
+    assert all(b[1] < a[1] for a, b in zip(adamw, adamw[1:]))  # syncing less often never slows
+
+
+def test_energy_view_sums_to_the_sweep(ref_views):
+    e = ref_views["energy"]
+    ds = bj.sweep(quantities=["energy_per_step_J", "steps_to_target"], budget="free")
+    for vid in bj.variants.IDS:
+        rows = views.pick([r for r in e.data["per_step"] if r["variant"] == vid],
+                          enob="8", budget="free", basis="hypothesis")
+        assert sum(r["J"] for r in rows) == pytest.approx(
+            float(ds.energy_per_step_J.sel(variant=vid, energy="total")), rel=1e-6)
+    hyp = [r for r in e.data["to_target"] if r["variant"] == "adamw"
+           and r["budget"] in ("*", "free") and r["enob"] in ("*", "8")]
+    total = float(ds.energy_per_step_J.sel(variant="adamw", energy="total")) * 400 / 1e3
+    assert sum(r["kJ"] for r in hyp) == pytest.approx(total, rel=1e-6)
+
+
+def test_views_with_every_section_present():
+    sc = bj.reference()
+    vs = {v.key: v for v in views.collect(sc, fake_results(sc))}
+    bw = vs["bandwidth"]
+    assert bw.missing == [] and len(bw.data["dots"]) == 12
+    assert "differ from the closed forms by at most 0 " in bw.conclusion[-1]
+    # a dot sits on its curve: same time to target at the same bandwidth and settings
+    i = bw.data["start"]
+    for dot in (d for d in bw.data["dots"] if d["GBps"] == 12.5):
+        sel = {c: (dot[c] if dot[c] != "*" else {"basis": "hypothesis", "enob": "8", "budget": "free"}[c])
+               for c in views.CONTROLS}
+        assert dot["t_s"] == pytest.approx(_at(bw.data["curves"], dot["variant"], i, **sel)["t_s"], rel=1e-6)
+    be = vs["breakeven"]
+    assert be.missing == []
+    assert [c["GBps"] for c in be.data["crossings"]] == [0.55]
+    assert "E' against top-k (hypothesis basis) breaks even at 0.55 GB/s" in be.conclusion[-1]
+    assert "none in range, AdamW wins throughout" in be.conclusion[-1]
+    sw = vs["shared_wan"]
+    assert sw.missing == []
+    assert sw.table["rows"][1][1] == "5 [4.8, 5.2]"
+    assert len(sw.data["trace"]) == 3 * 20
+    assert "At load 0.6 the mean steps take AdamW 7.5 ms (1.84x load 0)" in sw.conclusion[0]
+
+
+def test_dot_deviation_is_measured_not_assumed():
+    sc = bj.reference()
+    res = fake_results(sc)
+    for p in res["shared_wan"]["load0_points"]:
+        p["step_ms"] *= 1.01
+    bw = views.bandwidth_view(sc, res)
+    assert re.search(r"at most 0\.01 \(relative\)", bw.conclusion[-1])
+
+
+# ------------------------------------------------------------------------------ the page
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    sc = bj.reference()
+    out = tmp_path_factory.mktemp("explorer")
+    empty = explorer.write(out / "empty", sc, results={})
+    full = explorer.write(out / "full", sc, results=fake_results(sc))
+    return {"empty": empty, "full": full}
+
+
+def test_page_is_self_contained_and_small(pages):
+    for path in pages.values():
+        text = path.read_text()
+        assert path.stat().st_size < 5e6
+        assert not re.search(r"<script[^>]*\bsrc=", text)
+        assert "<link" not in text and "@import" not in text and "url(" not in text.split("<script>")[0]
+        for sec in SECTIONS:
+            assert f'<section id="{sec}">' in text
+
+
+def test_cli_writes_the_page(tmp_path, monkeypatch, capsys):
+    # The page must build from whatever sections the report has; none here.
+    import bandjax.report as report
+
+    monkeypatch.setattr(report, "SECTIONS", ())
+    assert cli.main(["explore", "--out", str(tmp_path)]) == 0
+    page = tmp_path / "explorer.html"
+    assert "wrote" in capsys.readouterr().out and page.stat().st_size > 1e5
+    assert page.read_text().count("Not available yet.") == 5
+
+
+def test_cli_rejects_a_bad_scenario(tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[links]\nwan = "12.5 GHz"\n')
+    assert cli.main(["explore", "--out", str(tmp_path), "--scenario", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "wan" in err and "GHz" in err
+    assert not (tmp_path / "explorer.html").exists()
+
+
+# ------------------------------------------------------------------------------ in a browser
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is absent: install it with `apt-get install -y chromium` to run "
+                    "the browser tests")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def _open(browser, path):
+    page = browser.new_page(viewport={"width": 1300, "height": 900})
+    log = {"errors": [], "requests": []}
+    page.on("console", lambda m: log["errors"].append(m.text) if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: log["errors"].append(str(e)))
+
+    def route(r):
+        if r.request.url.startswith("file:"):
+            r.continue_()
+        else:
+            log["requests"].append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.goto(path.as_uri())
+    page.wait_for_selector("body[data-ready=true]", timeout=30_000)
+    return page, log
+
+
+def _charts_render(page) -> dict:
+    return page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('div.chart')].map(d => {
+        const svg = d.querySelector('svg');
+        const box = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
+        const marks = svg ? [...svg.querySelectorAll('g[class*="mark-"] path')]
+            .filter(p => (p.getAttribute('d') || '').length > 10).length : 0;
+        return [d.id, {w: box.width, h: box.height, marks}];
+    }))""")
+
+
+def _artifact(tmp_path, page, name):
+    page.screenshot(path=str(tmp_path / name), full_page=True)
+    out = os.environ.get("BANDJAX_ARTIFACTS")
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        shutil.copy(tmp_path / name, Path(out) / name)
+    assert (tmp_path / name).stat().st_size > 50_000
+
+
+def test_page_in_browser_offline(browser, pages, tmp_path):
+    page, log = _open(browser, pages["empty"])
+    try:
+        charts = _charts_render(page)
+        assert set(charts) == {f"chart-{k}" for k in ("bandwidth", "stages", "breakeven", "model",
+                                                       "sync_h", "energy")}
+        for cid, c in charts.items():
+            assert c["w"] > 300 and c["h"] > 200 and c["marks"] >= 3, (cid, c)
+        assert page.locator("p.missing").count() == 5
+        # pressing play sweeps the bandwidth: the readout and the marker move
+        before = page.inner_text("#readout-bandwidth")
+        assert "Winner at 12.5 GB/s: top-k (0.925 s" in before
+        page.click("#play-bw")
+        page.wait_for_function("() => !document.getElementById('bw-value').textContent.includes('12.5 GB/s')",
+                               timeout=10_000)
+        page.wait_for_timeout(300)
+        page.click("#play-bw")
+        assert page.inner_text("#readout-bandwidth") != before
+        # the controls reach the readout: ENOB 6 never reaches the target, the exact basis is slower
+        page.evaluate("() => { const s = document.getElementById('bw-slider'); s.value = PAGE.initial.bwi;"
+                      " s.dispatchEvent(new Event('input')); }")
+        page.select_option("#ctl-enob", "6")
+        page.wait_for_function("() => document.getElementById('readout-bandwidth').textContent"
+                               ".includes('never reaches the target')", timeout=5_000)
+        page.select_option("#ctl-enob", "8")
+        page.select_option("#ctl-basis", "exact")
+        page.wait_for_function("() => document.getElementById('readout-bandwidth').textContent"
+                               ".includes('9.94 s')", timeout=5_000)  # 2,667 x 3.726 ms
+        page.select_option("#ctl-basis", "hypothesis")
+        page.wait_for_timeout(200)
+        _artifact(tmp_path, page, "explorer.png")
+        assert log["errors"] == [] and log["requests"] == []
+    finally:
+        page.close()
+
+
+def test_page_in_browser_with_every_section(browser, pages, tmp_path):
+    page, log = _open(browser, pages["full"])
+    try:
+        charts = _charts_render(page)
+        for cid in ("chart-shared_wan_steps", "chart-shared_wan_trace", "chart-breakeven_enob"):
+            assert charts[cid]["w"] > 300 and charts[cid]["marks"] >= 2, (cid, charts[cid])
+        assert page.locator("p.missing").count() == 0
+        # the load-0 dots are drawn on the bandwidth chart
+        dots = page.evaluate("() => document.querySelectorAll('#chart-bandwidth g.mark-symbol path').length")
+        assert dots >= 4
+        before = page.inner_text("#readout-trace")
+        assert before.startswith("t = 0 ms")
+        page.click("#play-trace")
+        page.wait_for_function("() => !document.getElementById('readout-trace').textContent"
+                               ".startsWith('t = 0 ms')", timeout=5_000)
+        _artifact(tmp_path, page, "explorer-all-sections.png")
+        assert log["errors"] == [] and log["requests"] == []
+    finally:
+        page.close()
+
+
+def test_grid_and_formatting():
+    g = views.bandwidth_grid_GBps(bj.reference())
+    assert g[0] == pytest.approx(0.1) and g[-1] == pytest.approx(1000.0)
+    assert np.all(np.diff(np.log10(g)) <= 1 / views.POINTS_PER_DECADE + 1e-9)
+    assert views.fmt_s(1612.85) == "1,613 s" and views.fmt_s(0.9254) == "0.925 s"
+    assert views.fmt_s(math.inf) == "never" and views.fmt_s(None) == "not available"
+    assert views.count(8.03e9) == "8.03 B"

@@ -1,0 +1,96 @@
+"""The report's figures: written whole as SVG and PNG, embedded in results.md, drawn from the
+results of the sections before them."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+import bandjax as bj
+import bandjax.report as report
+from bandjax.report import figures
+
+from test_explorer import fake_results
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+class _Fake:
+    """A report section that returns the break-even and shared-WAN results (tests only)."""
+
+    @staticmethod
+    def build(scenario, ctx):
+        return fake_results(scenario)
+
+    @staticmethod
+    def markdown(results):
+        return ""
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    import sys
+
+    sys.modules["_fake_results_section"] = _Fake
+    mp = pytest.MonkeyPatch()
+    mp.setattr(report, "SECTIONS", ("_fake_results_section", "bandjax.report.figures"))
+    out = tmp_path_factory.mktemp("report")
+    try:
+        paths = report.write(out, bj.reference())
+    finally:
+        mp.undo()
+        del sys.modules["_fake_results_section"]
+    return out, paths
+
+
+def test_section_is_last():
+    assert report.SECTIONS[-1] == "bandjax.report.figures"
+
+
+def test_figures_written_whole(written):
+    out, _ = written
+    results = json.loads((out / "results.json").read_text())
+    ids = [e["id"] for e in results["figures"]]
+    assert ids == ["bandwidth", "stages", "breakeven", "breakeven_enob", "shared_wan_steps",
+                   "shared_wan_trace", "model", "sync_h", "energy"]
+    for e in results["figures"]:
+        svg = (out / e["svg"]).read_text()
+        png = (out / e["png"]).read_bytes()
+        assert svg.lstrip().startswith("<svg") and svg.rstrip().endswith("</svg>")
+        assert png[:8] == PNG_MAGIC and len(png) > 20_000
+    assert not list((out / "figures").glob(".*.part"))
+
+
+def test_figures_carry_axis_titles_with_units(written):
+    out, _ = written
+    svg = (out / "figures" / "bandwidth.svg").read_text()
+    assert "WAN bandwidth per direction (GB/s, log)" in svg and "time to target (s, log)" in svg
+    assert "hypothesis basis" in svg and "exact basis" in svg
+    stages = (out / "figures" / "stages.svg").read_text()
+    assert "140.0 GFLOP/s:" in stages and "module compute budget (GFLOP/s, log)" in stages
+
+
+def test_markdown_embeds_every_figure(written):
+    out, paths = written
+    md = paths["md"].read_text()
+    results = json.loads((out / "results.json").read_text())
+    for e in results["figures"]:
+        assert f"]({e['svg']})" in md
+    assert "## Figures" in md
+    assert "Not available yet" not in md  # every section's data was given
+    assert re.search(r"compute binds below 140\.0 GFLOP/s", md)
+
+
+def test_without_an_output_folder_there_are_no_figures():
+    assert figures.build(bj.reference(), {}) == {"figures": []}
+    assert figures.markdown({"figures": []}) == ""
+
+
+def test_missing_results_are_named_in_the_markdown(tmp_path):
+    ctx = {"out": tmp_path, "results": {}}
+    res = report._json_ready(figures.build(bj.reference(), ctx))
+    md = figures.markdown(res)
+    assert md.count("*Not available yet:*") == 5
+    assert "shared_wan_trace" not in [e["id"] for e in res["figures"]]
