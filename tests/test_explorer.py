@@ -294,6 +294,7 @@ def _charts_render(page) -> dict:
 
 
 def _artifact(tmp_path, page, name):
+    page.evaluate("() => window.scrollTo(0, 0)")  # the sticky header belongs at the top
     page.screenshot(path=str(tmp_path / name), full_page=True)
     out = os.environ.get("BANDJAX_ARTIFACTS")
     if out:

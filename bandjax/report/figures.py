@@ -294,8 +294,8 @@ def model_chart(view: _views.View, sc: Scenario, interactive: bool = False):
         y=alt.Y("t_s:Q", title="time to target (s, log)", scale=alt.Scale(type="log"),
                 axis=alt.Axis(format="~g"), stack=None),
         color=_variant_color(),
-        column=alt.Column("model_label:N", title=None, sort=view.data["models"],
-                          header=alt.Header(labelLimit=170)),
+        column=alt.Column("model_label:N", title="model preset, parameters", sort=view.data["models"],
+                          header=alt.Header(labelLimit=0, titleFontSize=13)),
         tooltip=[alt.Tooltip("bar:N", title="variant"), "model:N",
                  alt.Tooltip("t_s:Q", format=".3g", title="time to target (s)"), "status:N"],
     ).properties(width=150, height=HEIGHT - 40)

@@ -610,9 +610,9 @@ def model_view(sc: Scenario, results: dict) -> View:
     params = dict(zip(models, np.atleast_1d(ds.params.values)))
     for r in rows:
         r["params"] = float(params[r["model"]])
-        r["model_label"] = f"{r['model']} ({count(params[r['model']])} parameters)"
+        r["model_label"] = f"{r['model']}, {count(params[r['model']])}"
     view = View("model", "Model size: time to target at each preset")
-    view.data = {"bars": rows, "models": [f"{m} ({count(params[m])} parameters)" for m in models]}
+    view.data = {"bars": rows, "models": [f"{m}, {count(params[m])}" for m in models]}
     cols = bar_order()
     trows = []
     for m in models:
