@@ -93,6 +93,7 @@ def test_new_coordinate_values_do_not_recompile():
 def test_any_scenario_field_can_be_swept():
     ds = bandjax.sweep(SC, optics_Sps=[3.5e9, 7e9], variant="band_switch")
     assert ds["step_s"].dims == ("optics_Sps",)
+    assert ds["optics_Sps"].attrs["units"] == "S/s"
     fast = float(step_s(SC.replace(optics_Sps=7e9))[5])
     assert float(ds["step_s"].sel(optics_Sps=7e9)) == pytest.approx(fast, rel=1e-14)
 
