@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import jax
 import jax.numpy as jnp
@@ -18,8 +18,9 @@ import xarray as xr
 
 from . import metrics
 from . import variants as _v
-from .scenario import BASES, FIELDS, PRESETS, Scenario, ScenarioError, budget_value, reference
+from .scenario import BASES, FIELDS, PRESETS, Scenario, budget_value, reference
 from .step import COMPONENTS, STAGES, module_stages_s
+from .units import SI
 
 QUANTITIES = ("step_s", "gpu_s", "comm_s", "time_to_target_s", "steps_to_target", "status",
               "hot_spot", "energy_per_step_J", "energy_to_target_J", "bytes_per_worker_B",
@@ -243,7 +244,7 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
     grid_shape = tuple(len(a[1]) for a in axes)
     coords: dict[str, object] = {}
     for dim, cvals, _ in axes:
-        coords[dim] = xr.Variable(dim, np.asarray(cvals), _COORD_ATTRS.get(dim, {"units": FIELDS.get(dim, ("", "", "SI"))[2]}))
+        coords[dim] = xr.Variable(dim, np.asarray(cvals), _COORD_ATTRS.get(dim) or {"units": SI[FIELDS[dim][2]]})
     for dim, cval in scalars.items():
         coords[dim] = xr.Variable((), cval, _COORD_ATTRS.get(dim, {}))
     if model is not None:

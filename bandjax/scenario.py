@@ -289,8 +289,10 @@ def from_toml_dict(data: dict) -> Scenario:
 
 
 def _steps_from_toml(table: dict) -> Steps:
-    measured, by_enob = [], []
-    target, hyp, exa = 3.158, "band_pluggable", "band_gpu"
+    """Steps from a [steps] table; entries it leaves out keep the reference's."""
+    ref = Steps()
+    measured, by_enob = dict(ref.measured), dict(ref.by_enob)
+    target, hyp, exa = ref.target_loss, ref.hypothesis_from, ref.exact_from
     for key, value in table.items():
         where = f"[steps] {key}"
         if key == "target_loss":
@@ -314,10 +316,10 @@ def _steps_from_toml(table: dict) -> Steps:
                 if not 1 <= e <= 32:
                     raise ScenarioError(f"{where}.{enob}: ENOB must be in 1..32 bits")
                 entries.append((e, _steps_value(f"{where}.{enob}", steps)))
-            by_enob.append((key, tuple(sorted(entries, reverse=True))))
+            by_enob[key] = tuple(sorted(entries, reverse=True))
         else:
-            measured.append((key, _steps_value(where, value)))
-    return Steps(target, tuple(measured), tuple(by_enob), hyp, exa)
+            measured[key] = _steps_value(where, value)
+    return Steps(target, tuple(measured.items()), tuple(by_enob.items()), hyp, exa)
 
 
 def _steps_value(where: str, value):

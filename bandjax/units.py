@@ -23,6 +23,10 @@ UNITS: dict[str, dict[str, float]] = {
     "count": {"": 1.0},
 }
 
+# dimension -> its SI unit, as written in attrs["units"]
+SI = {"byte_rate": "B/s", "time": "s", "flop_rate": "FLOP/s", "sample_rate": "S/s", "power": "W",
+      "energy_per_flop": "J/FLOP", "energy_per_bit": "J/bit", "count": "1"}
+
 
 class ScenarioError(ValueError):
     """A scenario value or key that is not allowed; the message names key, value and what is allowed."""

@@ -1,0 +1,300 @@
+"""The report's core section: setup, step times and stages, times to target, hot spots, energy,
+model size and syncing every H steps (model.md sections 2 to 9)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import variants as _v
+from ..grid import sweep
+from ..scenario import BASES, PRESETS, Scenario, to_toml_dict
+from ..step import COMPONENT_LABELS, COMPONENTS, STAGES, budget_break_even_FLOPs
+
+KEY = "core"
+BUDGETS = ("free", "low", "high")
+H_VALUES = (1, 10, 100, 1000)
+MODELS = ("study", "llama3-8b")
+
+UNITS = {
+    "step_ms": "ms", "stages_ms": "ms", "budget_break_even_GFLOPs": "GFLOP/s",
+    "bytes_per_worker": "B per step", "compute_share": "1 (share of the step at [free])",
+    "time_to_target_s": "s", "steps_to_target": "steps", "hot_spots": "1 (share of the step)",
+    "energy.per_step_J": "J", "energy.to_target_kJ": "kJ",
+    "model_size.*.time_to_target_s": "s", "model_size.*.step_ms": "ms",
+    "sync_every_H.time_to_target_s": "s", "sync_every_H.step_ms": "ms",
+}
+ASSUMPTIONS = {
+    "hypothesis": "E' (band_switch) takes E's measured steps: the hypothesis that the optics' "
+                  "noise helps, from a single seed",
+    "exact": "E' takes the exact band's steps (2,667 in the reference): the conservative basis",
+    "fixed_time": "d per variant is calibrated to the study's recorded step times; it does not "
+                  "scale with model size",
+    "steps": "steps to the target loss are single-seed measurements at one rung of the loss ladder",
+    "sync_every_H": "syncing every H steps divides communication by H and assumes the steps to "
+                    "target are unchanged, which is the larger assumption",
+    "budget": "results are at [free] (module compute not charged) unless a budget is named",
+}
+
+
+def _f(x) -> float:
+    x = float(x)
+    return x
+
+
+def _steps_json(x):
+    x = float(x)
+    if math.isnan(x):
+        return None
+    return "never" if math.isinf(x) else x
+
+
+def build(sc: Scenario, ctx: dict) -> dict:
+    ids = list(_v.IDS)
+    wan_GBps = float(sc.wan_Bps) / 1e9
+    main = sweep(sc, budget=list(BUDGETS), basis=list(BASES), bandwidth=wan_GBps)
+    # the basis changes only steps; step-level quantities are read on one basis
+    step_level = main.sel(basis="hypothesis")
+    b_idx = {b: i for i, b in enumerate(BUDGETS)}
+
+    def per_budget(var, vid, scale=1.0):
+        return {b: _f(step_level[var].sel(variant=vid).isel(budget=b_idx[b])) * scale for b in BUDGETS}
+
+    stages = step_level["module_stage_s"]
+    stage_at = {b: stages.isel(budget=b_idx[b]) for b in BUDGETS}
+    binding = {b: STAGES[int(np.argmax(stage_at[b].values))] for b in BUDGETS}
+    hot = step_level["hot_spot"]
+    energy = step_level["energy_per_step_J"]
+    e2t = main["energy_to_target_J"]
+    free = step_level.isel(budget=b_idx["free"])
+
+    results: dict = {
+        "target_loss": float(sc.steps.target_loss),
+        "setup": {
+            "scenario": to_toml_dict(sc),
+            "workers": 2 * int(sc.workers_per_dc), "workers_per_dc": int(sc.workers_per_dc),
+            "dcs": 2, "wan_GBps": wan_GBps, "wan_Gbps": 8 * wan_GBps,
+            "budgets_GFLOPs": {"free": None, "low": float(sc.budget_low_FLOPs) / 1e9,
+                               "high": float(sc.budget_high_FLOPs) / 1e9},
+            "variants": {v.id: {"label": v.label, "short": v.short} for v in _v.VARIANTS},
+        },
+        "units": UNITS,
+        "assumptions": ASSUMPTIONS,
+        "step_ms": {vid: per_budget("step_s", vid, 1e3) for vid in ids},
+        "stages_ms": {
+            **{s: _f(stage_at["free"].sel(stage=s)) * 1e3 for s in ("port", "optics", "fpga")},
+            "compute": {b: _f(stage_at[b].sel(stage="compute")) * 1e3 for b in BUDGETS},
+            "binding": binding,
+        },
+        "budget_break_even_GFLOPs": float(budget_break_even_FLOPs(sc)) / 1e9,
+        "bytes_per_worker": {vid: _f(free["bytes_per_worker_B"].sel(variant=vid)) for vid in ids},
+        "wan_bytes_per_step": {vid: _f(free["wan_B"].sel(variant=vid)) for vid in ids},
+        "compute_share": {vid: _f(free["gpu_s"].sel(variant=vid) / free["step_s"].sel(variant=vid))
+                          for vid in ids},
+        "time_to_target_s": {
+            basis: {vid: _f(main["time_to_target_s"].sel(basis=basis, variant=vid).isel(budget=0))
+                    for vid in ids} for basis in BASES},
+        "steps_to_target": {
+            basis: {vid: _steps_json(main["steps_to_target"].sel(basis=basis, variant=vid).isel(budget=0))
+                    for vid in ids} for basis in BASES},
+        "hot_spots": {vid: {b: {c: _f(hot.sel(variant=vid, component=c).isel(budget=b_idx[b]))
+                                for c in COMPONENTS} for b in BUDGETS} for vid in ids},
+        "energy": {
+            "per_step_J": {vid: {b: {part: _f(energy.sel(variant=vid, energy=part).isel(budget=b_idx[b]))
+                                     for part in ("compute", "network", "modules", "total")}
+                                 for b in BUDGETS} for vid in ids},
+            "to_target_kJ": {basis: {vid: {b: _f(e2t.sel(basis=basis, variant=vid).isel(budget=b_idx[b])) / 1e3
+                                           for b in BUDGETS} for vid in ids} for basis in BASES},
+        },
+    }
+
+    by_model = sweep(sc, model=list(MODELS), basis=list(BASES), bandwidth=wan_GBps,
+                     quantities=("step_s", "time_to_target_s"))
+    results["model_size"] = {
+        m: {"params": PRESETS[m],
+            "step_ms": {vid: _f(by_model["step_s"].sel(model=m, basis="hypothesis", variant=vid)) * 1e3
+                        for vid in ids},
+            "time_to_target_s": {basis: {vid: _f(by_model["time_to_target_s"].sel(model=m, basis=basis, variant=vid))
+                                         for vid in ids} for basis in BASES}}
+        for m in MODELS}
+
+    by_H = sweep(sc, H=list(H_VALUES), basis=list(BASES), bandwidth=wan_GBps,
+                 quantities=("step_s", "time_to_target_s"))
+    results["sync_every_H"] = {
+        "H": list(H_VALUES),
+        "assumption": ASSUMPTIONS["sync_every_H"],
+        "step_ms": {vid: [_f(x) * 1e3 for x in by_H["step_s"].sel(basis="hypothesis", variant=vid).values]
+                    for vid in ids},
+        "time_to_target_s": {basis: {vid: [_f(x) for x in by_H["time_to_target_s"].sel(basis=basis, variant=vid).values]
+                                     for vid in ids} for basis in BASES},
+    }
+
+    measured = sc.steps.measured_enobs()
+    by_enob = sweep(sc, enob=list(measured), basis=list(BASES), bandwidth=wan_GBps,
+                    variant=["band_pluggable", "band_switch"],
+                    quantities=("step_s", "time_to_target_s", "status"))
+    results["by_enob"] = {
+        "enob": [int(e) for e in measured],
+        "step_ms": {vid: [_f(x) * 1e3 for x in by_enob["step_s"].sel(basis="hypothesis", variant=vid).values]
+                    for vid in ("band_pluggable", "band_switch")},
+        "time_to_target_s": {basis: {vid: [_f(x) for x in by_enob["time_to_target_s"].sel(basis=basis, variant=vid).values]
+                                     for vid in ("band_pluggable", "band_switch")} for basis in BASES},
+        "status": {basis: {vid: [str(_STATUS[int(x)]) for x in by_enob["status"].sel(basis=basis, variant=vid).values]
+                           for vid in ("band_pluggable", "band_switch")} for basis in BASES},
+    }
+    ctx["core_sweep"] = main
+    return results
+
+
+_STATUS = {0: "ok", 1: "never", 2: "not measured"}
+
+
+# ------------------------------------------------------------------------------------ markdown
+
+
+def _num(x, digits=3) -> str:
+    if x is None:
+        return "n/a"
+    if isinstance(x, str):
+        return x
+    if math.isnan(x):
+        return "n/a"
+    if x == 0:
+        return "0"
+    return f"{x:,.{digits}f}"
+
+
+def _pct(x) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _name(results, vid) -> str:
+    v = results["setup"]["variants"][vid]
+    return f"{v['short']} ({vid})" if v["short"] not in (vid,) else vid
+
+
+def markdown(r: dict) -> str:
+    s = r["setup"]
+    ids = list(r["step_ms"])
+    low, high = s["budgets_GFLOPs"]["low"], s["budgets_GFLOPs"]["high"]
+    sc = s["scenario"]
+    out = [
+        "# When does computing the band in transit pay?",
+        "",
+        "Closed-form results of the reference model for the study's scenario, computed by bandjax. "
+        f"Target loss {r['target_loss']}. Budgets: [free] = module compute not charged, "
+        f"[low] = {low:g} GFLOP/s, [high] = {high:g} GFLOP/s.",
+        "",
+        "## Setup",
+        "",
+        _table(["parameter", "value"], [
+            ["parameters P", f"{sc['model']['params']:,}"],
+            ["cluster", f"{s['dcs']} DCs x {s['workers_per_dc']} workers (N = {s['workers']})"],
+            ["worker port", sc["links"]["worker_port"]],
+            ["pluggable module port", sc["links"]["qsfp_port"]],
+            ["WAN (per direction)", f"{s['wan_GBps']:g} GB/s = {s['wan_Gbps']:g} Gb/s"],
+            ["GPU compute per step", sc["model"]["gpu_compute"]],
+            ["ENOB (in-transit band bits)", str(sc["band"]["enob"])],
+            ["module optics / FPGA", f"{sc['module']['optics']} / {sc['module']['fpga']}"],
+        ]),
+        "",
+        "Assumptions used below: " + "; ".join(f"**{k}**: {v}" for k, v in r["assumptions"].items()) + ".",
+        "",
+        "## Step time",
+        "",
+        f"Step time per variant at the scenario's WAN ({s['wan_GBps']:g} GB/s), by module budget. "
+        "The fixed time d in each is calibrated (see assumptions).",
+        "",
+        _table(["variant", "[free] (ms)", "[low] (ms)", "[high] (ms)", "GPU compute share [free]",
+                "bytes per worker (B)"],
+               [[_name(r, v), *(_num(r["step_ms"][v][b]) for b in BUDGETS), _pct(r["compute_share"][v]),
+                 f"{r['bytes_per_worker'][v]:,.0f}"] for v in ids]),
+        "",
+        "### Module stages",
+        "",
+        "One worker's dense delta streams through four pipelined stages; the slowest sets the time.",
+        "",
+        _table(["stage", "[free] (ms)", "[low] (ms)", "[high] (ms)"],
+               [[st, *([_num(r["stages_ms"][st])] * 3 if st != "compute"
+                       else [_num(r["stages_ms"]["compute"][b]) for b in BUDGETS])] for st in STAGES]
+               + [["binding", *(r["stages_ms"]["binding"][b] for b in BUDGETS)]]),
+        "",
+        f"The budget stops binding at {r['budget_break_even_GFLOPs']:.1f} GFLOP/s "
+        "(transform FLOPs per parameter x optics rate, independent of P).",
+        "",
+        "## Time to target",
+        "",
+        "Steps x step time at [free]. n/a: no steps (never reaches the target, or not measured).",
+        "",
+        _table(["variant", "steps (hypothesis)", "time (s), hypothesis", "steps (exact)", "time (s), exact"],
+               [[_name(r, v), _num(r["steps_to_target"]["hypothesis"][v], 0),
+                 _num(r["time_to_target_s"]["hypothesis"][v]),
+                 _num(r["steps_to_target"]["exact"][v], 0), _num(r["time_to_target_s"]["exact"][v])]
+                for v in ids]),
+        "",
+        f"Hypothesis: {r['assumptions']['hypothesis']}. Exact: {r['assumptions']['exact']}.",
+    ]
+    fastest = {b: min((t, v) for v, t in r["time_to_target_s"][b].items() if t is not None) for b in BASES}
+    out += ["", "Fastest to target at this WAN: " + "; ".join(
+        f"{b} basis: {_name(r, fastest[b][1])} at {fastest[b][0]:.3f} s" for b in BASES) + "."]
+
+    be = r["by_enob"]
+    out += ["", "### By ENOB", "",
+            "In-transit variants at each measured ENOB ([free], times in s; `never` = measured, never "
+            "reaches the target).", "",
+            _table(["variant", "basis", *(f"ENOB {e}" for e in be["enob"])],
+                   [[_name(r, v), b, *(_num(t) if st == "ok" else st for t, st in
+                                       zip(be["time_to_target_s"][b][v], be["status"][b][v]))]
+                    for v in ("band_pluggable", "band_switch") for b in BASES])]
+
+    comps = list(next(iter(next(iter(r["hot_spots"].values())).values())))
+    out += ["", "## Hot spots", "",
+            "Share of the step held by each term; only the module's binding stage holds module time.",
+            ""]
+    rows = []
+    for v in ids:
+        for b in BUDGETS:
+            if b != "free" and not any(r["hot_spots"][v][b][c] for c in comps if c.startswith("module")):
+                continue
+            h = r["hot_spots"][v][b]
+            top = max(comps, key=lambda c: h[c])
+            rows.append([_name(r, v), b, *(_pct(h[c]) if h[c] else "" for c in comps),
+                         COMPONENT_LABELS[top]])
+    out.append(_table(["variant", "budget", *(COMPONENT_LABELS[c] for c in comps), "hot spot"], rows))
+
+    e = r["energy"]
+    out += ["", "## Energy", "",
+            "Per step (J) at [free] in three columns, and to target (kJ) on both bases. GPUs draw "
+            "static power for the whole step; the module's FLOPs are covered by its power.", "",
+            _table(["variant", "compute (J)", "network (J)", "modules (J)", "total (J)",
+                    "to target, hypothesis (kJ)", "to target, exact (kJ)"],
+                   [[_name(r, v), *(_num(e["per_step_J"][v]["free"][p]) for p in
+                                    ("compute", "network", "modules", "total")),
+                     _num(e["to_target_kJ"]["hypothesis"][v]["free"]),
+                     _num(e["to_target_kJ"]["exact"][v]["free"])] for v in ids])]
+
+    ms = r["model_size"]
+    out += ["", "## Model size", "",
+            "Bytes and GPU compute scale with P; the calibrated d does not, so the order of the "
+            "variants changes only through d. Times to target (s), [free].", "",
+            _table(["variant", *(f"{m} ({ms[m]['params']:.3g} P), {b}" for m in ms for b in BASES)],
+                   [[_name(r, v), *(_num(ms[m]["time_to_target_s"][b][v]) for m in ms for b in BASES)]
+                    for v in ids])]
+
+    h = r["sync_every_H"]
+    out += ["", "## Syncing every H steps", "",
+            f"**Assumption**: {h['assumption']}. Times to target (s), hypothesis basis, [free].", "",
+            _table(["variant", *(f"H = {x}" for x in h["H"])],
+                   [[_name(r, v), *(_num(t) for t in h["time_to_target_s"]["hypothesis"][v])]
+                    for v in ids])]
+    return "\n".join(out)
+
+
+

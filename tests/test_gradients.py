@@ -1,0 +1,55 @@
+"""Gradients of step time and time to target with respect to every scenario parameter."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.test_util import check_grads
+
+import bandjax
+from bandjax.metrics import steps_to_target, time_to_target_s
+from bandjax.scenario import FIELDS
+from bandjax.step import step_s
+
+# At [low] the module's compute binds, so the budget has a non-zero derivative.
+BASE = bandjax.reference().replace(budget_FLOPs=10e9)
+STEPS = jnp.asarray(steps_to_target(BASE))
+# Fields the step or the time to target depends on (energy-only and report fields excluded).
+STEP_FIELDS = [f for f in FIELDS if f not in (
+    "tokens_per_worker", "flops_per_param_token", "budget_low_FLOPs", "budget_high_FLOPs",
+    "gpu_static_W", "gpu_J_per_FLOP", "link_J_per_bit", "wan_J_per_bit", "module_W")]
+
+
+def _along(field):
+    """Time to target (all variants) as a function of one field's relative change."""
+    def f(x):
+        value = getattr(BASE, field) * x
+        return time_to_target_s(BASE.replace(**{field: value}), STEPS)
+    return f
+
+
+@pytest.mark.parametrize("field", STEP_FIELDS)
+def test_time_to_target_gradient_matches_finite_differences(field):
+    check_grads(_along(field), (1.0,), order=1, modes=("fwd", "rev"), eps=1e-6, rtol=1e-5, atol=1e-12)
+
+
+def test_gradient_with_respect_to_every_leaf_at_once():
+    def total(sc):
+        return jnp.sum(time_to_target_s(sc, STEPS)) + jnp.sum(step_s(sc))
+
+    grads = jax.grad(total)(jax.tree.map(jnp.asarray, BASE))
+    for field in FIELDS:  # fields the times do not depend on must have a zero gradient
+        h = 1e-6 * getattr(BASE, field)
+        up = total(BASE.replace(**{field: getattr(BASE, field) + h}))
+        down = total(BASE.replace(**{field: getattr(BASE, field) - h}))
+        fd = float(up - down) / (2 * h)
+        g = float(getattr(grads, field))
+        assert g == pytest.approx(fd, rel=1e-5, abs=1e-9 * abs(float(total(BASE))) / abs(getattr(BASE, field))), field
+    # d: each variant's time to target moves by its steps (plus the step sum's 1) per second of d
+    for i, v in enumerate(bandjax.variants.IDS):
+        assert float(grads.fixed_s[v]) == pytest.approx(float(STEPS[i]) + 1, rel=1e-12)
+
+
+def test_gradient_with_respect_to_steps():
+    g = jax.grad(lambda s: jnp.sum(time_to_target_s(BASE, s)))(STEPS)
+    np.testing.assert_allclose(g, np.asarray(step_s(BASE)), rtol=1e-14)
