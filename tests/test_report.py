@@ -89,3 +89,16 @@ def test_cli_report(tmp_path, capsys):
     assert r["schema_version"] == report.SCHEMA_VERSION
     assert r["step_ms"]["adamw"]["free"] == pytest.approx(4.075, abs=5e-4)
     assert (tmp_path / "results.md").read_text().startswith("# When does")
+
+
+def test_written_files_have_ordinary_permissions(tmp_path):
+    import os
+
+    from bandjax._io import atomic_write_text
+
+    umask = os.umask(0o022)
+    try:
+        atomic_write_text(tmp_path / "a.txt", "x")
+    finally:
+        os.umask(umask)
+    assert (tmp_path / "a.txt").stat().st_mode & 0o777 == 0o644
