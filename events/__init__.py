@@ -20,7 +20,7 @@ _EXPORTS = {
     "Part": "engine", "Plan": "engine", "RunResult": "engine", "SimulationBoundError": "engine",
     "simulate": "engine", "warmup_s": "engine", "MAX_SIM_S": "engine",
     "build": "plan", "run": "plan",
-    "sweep": "sweep", "QUANTITIES": "sweep",
+    "sweep": "runner", "QUANTITIES": "runner", "client": "runner",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -325,3 +325,10 @@ def _trace(st: dict, plan: Plan, start: float, points: int) -> dict:
     return {"t_ms": ((t - start) * 1e3).tolist(), "queue_out": queues[0], "queue_in": queues[1],
             "sync_bytes_left": np.maximum(left, 0.0).tolist(),
             "step_end_ms": [(x - start) * 1e3 for x in st["step_ends"]]}
+
+
+def run_summary(plan: Plan, load: float, seed: int, steps: int,
+                max_sim_s: float = MAX_SIM_S) -> dict:
+    """One run without its trace, as :meth:`RunResult.summary` (what a sweep's worker returns;
+    it needs only this module, so workers stay light)."""
+    return simulate(plan, load, seed, steps, trace_steps=0, max_sim_s=max_sim_s).summary()
