@@ -155,12 +155,14 @@ def _wan(args) -> int:
     from ..queueing import ACCURACY, shared_wan_step_s
 
     sc = load_scenario(args)
-    if args.bandwidth is not None:
-        sc = sc.replace(wan_Bps=args.bandwidth * 1e9)
+    if args.seeds < 1:
+        raise ValueError(f"--seeds = {args.seeds}: must be a whole number >= 1")
     seeds = list(range(args.seed, args.seed + args.seeds))
     ds = events.sweep(sc, load=list(args.load), seed=seeds, steps=args.steps,
-                      variant=args.variant or None, scheduler=args.scheduler,
-                      n_workers=args.workers, max_sim_s=args.max_sim_s)
+                      bandwidth=args.bandwidth, variant=args.variant or None,
+                      scheduler=args.scheduler, n_workers=args.workers, max_sim_s=args.max_sim_s)
+    if args.bandwidth is not None:
+        sc = sc.replace(wan_Bps=args.bandwidth * 1e9)
     import jax.numpy as jnp
 
     approx = np.asarray(shared_wan_step_s(sc, jnp.asarray([float(x) for x in args.load])))
