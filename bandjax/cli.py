@@ -16,6 +16,7 @@ from .units import ScenarioError
 COMMANDS = (
     "bandjax.report.cli",
     "bandjax.report.explorer",
+    "bandjax.report.shared_wan",
 )
 
 

@@ -108,6 +108,8 @@ FIELDS: dict[str, tuple[str, str, str, str]] = {
     "wan_J_per_bit": ("energy", "wan_energy_per_bit", "energy_per_bit", "both directions"),
     "module_W": ("energy", "module_power", "power", "per module"),
     "sync_every_H": ("sync", "every_H", "count", "sync every H steps: communication / H (steps to target assumed unchanged)"),
+    "wan_message_B": ("shared_wan", "message_bytes", "count", "the sync's WAN bytes go as messages of this size, one after another (event engine)"),
+    "background_B": ("shared_wan", "background_bytes", "count", "size of other jobs' Poisson transfers on each WAN direction (event engine)"),
 }
 FIXED_SECTION = "fixed_time"  # d_v per variant, calibrated (model.md section 5)
 
@@ -142,6 +144,8 @@ class Scenario:
     wan_J_per_bit: Any = 50e-12
     module_W: Any = 11.9
     sync_every_H: Any = 1.0
+    wan_message_B: Any = 1e6
+    background_B: Any = 1e6
     fixed_s: dict = field(default_factory=lambda: {
         "adamw": 0.0998e-3, "topk": 0.0, "band_gpu": 0.0408e-3, "band_gpu_allreduce": 0.1009e-3,
         "band_pluggable": 0.0017e-3, "band_switch": 0.0227e-3})
@@ -191,7 +195,7 @@ def validate(sc: Scenario) -> Scenario:
                 "wan_Bps", "band_fraction", "gpu_band_bits", "enob", "topk_fraction",
                 "topk_bytes_per_value", "optics_Sps", "fpga_Bps", "budget_FLOPs",
                 "budget_low_FLOPs", "budget_high_FLOPs", "dense_bytes_per_param", "sync_every_H",
-                "tokens_per_worker"}
+                "tokens_per_worker", "wan_message_B", "background_B"}
     for name, (section, key, dim, _) in FIELDS.items():
         value = float(getattr(sc, name))
         where = f"[{section}] {key}"

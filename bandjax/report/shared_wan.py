@@ -1,0 +1,215 @@
+"""Report section and ``bandjax wan``: the step on a WAN shared with other jobs (model.md section 11).
+
+The event engine (:mod:`events`) runs every variant at loads 0, 0.5 and 0.9 for several seeds;
+the section gives the step at seed 0, the mean over seeds with a 95% interval (Student t), how
+much the step grows against load 0, the queueing approximation (:mod:`bandjax.queueing`) beside
+it, a trace of the first steps for the explorer page, and load-0 engine runs over a range of
+bandwidths that must sit on the closed-form curves.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import variants as _v
+from ..scenario import Scenario
+
+KEY = "shared_wan"
+LOADS = (0.0, 0.5, 0.9)
+SEEDS = 8  # seeds 0 .. SEEDS-1
+STEPS = 400  # steps per run
+LOAD0_GBPS = (0.5, 2.0, 12.5, 100.0, 500.0)
+TRACE_VARIANT = "adamw"
+TRACE_LOAD = 0.9
+BASIS = "hypothesis"
+
+
+def _options(ctx: dict) -> dict:
+    """Run sizes, overridable through ``ctx["shared_wan"]`` (loads, seeds, steps, scheduler)."""
+    opts = {"loads": LOADS, "seeds": SEEDS, "steps": STEPS, "scheduler": None, "n_workers": 2,
+            "progress": True}
+    opts.update(ctx.get(KEY, {}))
+    return opts
+
+
+def ci95(samples) -> tuple[float, float]:
+    """Student-t 95% interval of the mean: mean -/+ t(0.975, n-1) s / sqrt(n)."""
+    from scipy.stats import t
+
+    x = np.asarray(samples, dtype=float)
+    if x.size < 2:
+        return float(x.mean()), float(x.mean())
+    half = float(t.ppf(0.975, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
+    return float(x.mean() - half), float(x.mean() + half)
+
+
+def build(scenario: Scenario, ctx: dict) -> dict:
+    """Engine runs and the approximation for ``scenario``; see the module docstring."""
+    import events
+    import jax.numpy as jnp
+    from events.engine import TRACE_STEPS
+    from events.plan import sync_every
+
+    from ..queueing import ACCURACY, shared_wan_step_s
+    from ..step import step_s
+
+    o = _options(ctx)
+    loads = [float(x) for x in o["loads"]]
+    seeds = list(range(int(o["seeds"])))
+    H = sync_every(scenario)
+    with events.client(o["scheduler"], o["n_workers"]) as where:
+        runs = events.sweep(scenario, load=loads, seed=seeds, steps=int(o["steps"]),
+                            scheduler=where, progress=o["progress"])
+        load0 = events.sweep(scenario, load=0.0, seed=0, bandwidth=list(LOAD0_GBPS),
+                             steps=2 * H, scheduler=where, progress=o["progress"])
+    ids = list(runs.variant.values)
+    step_ms = runs.step_s * 1e3
+    approx = np.asarray(shared_wan_step_s(scenario, jnp.asarray(loads))) * 1e3
+    mean = step_ms.mean("seed")
+    out = {"seed": 0, "loads": loads, "steps": int(o["steps"]), "seeds": len(seeds),
+           "bandwidth_GBps": float(scenario.wan_Bps) / 1e9,
+           "step_ms": {}, "mean_step_ms": {}, "ci95_ms": {}, "growth": {}, "approx_step_ms": {},
+           "p95_ms": {}, "wan_utilisation": {}, "approx_accuracy": ACCURACY}
+    worst = 0.0
+    for i, vid in enumerate(ids):
+        s = step_ms.sel(variant=vid)
+        m = mean.sel(variant=vid).values
+        out["step_ms"][vid] = [float(x) for x in s.sel(seed=0).values]
+        out["mean_step_ms"][vid] = [float(x) for x in m]
+        out["ci95_ms"][vid] = [list(ci95(s.sel(load=x).values)) for x in loads]
+        out["growth"][vid] = [float(x / m[0]) for x in m]
+        out["p95_ms"][vid] = [float(x) for x in (runs.step_p95_s.sel(variant=vid, seed=0) * 1e3).values]
+        out["wan_utilisation"][vid] = [float(x) for x in runs.wan_utilisation.sel(variant=vid, seed=0).values]
+        a = approx[:, _v.IDS.index(vid)]
+        out["approx_step_ms"][vid] = [float(x) for x in a]
+        worst = max(worst, float(np.max(np.abs(a / m - 1))))
+    out["approx_max_rel_err"] = worst
+
+    # load 0 over bandwidths: the engine against the closed form, and dots for the page
+    points, err = [], 0.0
+    for g in LOAD0_GBPS:
+        sc_g = scenario.replace(wan_Bps=g * 1e9)
+        closed = np.asarray(step_s(sc_g))
+        for vid in ids:
+            eng = float(load0.step_s.sel(bandwidth=g, variant=vid))
+            err = max(err, abs(eng / closed[_v.IDS.index(vid)] - 1))
+            steps = scenario.steps.lookup(vid, float(scenario.enob), BASIS)
+            ttt = steps * eng if math.isfinite(steps) else None
+            points.append({"variant": vid, "GBps": g, "step_ms": eng * 1e3,
+                           "time_to_target_s": ttt, "basis": BASIS})
+    out["load0_points"] = points
+    out["load0_max_rel_err"] = err
+
+    run = events.run(scenario, TRACE_VARIANT, TRACE_LOAD, seed=0, steps=TRACE_STEPS)
+    out["trace"] = {"variant": TRACE_VARIANT, "load": TRACE_LOAD,
+                    "bandwidth_GBps": float(scenario.wan_Bps) / 1e9, **run.trace}
+    return {KEY: out}
+
+
+def markdown(results: dict) -> str:
+    r = results.get(KEY)
+    if not r:
+        return ""
+    loads = r["loads"]
+    head = " | ".join(f"load {x:g}: seed 0 / mean [95% CI] / growth / approx." for x in loads)
+    lines = [
+        "## Shared WAN (event engine)",
+        "",
+        f"Each WAN direction ({r['bandwidth_GBps']:g} GB/s) is a first-come-first-served link "
+        "shared with other jobs' Poisson 1 MB transfers at load x capacity; the sync's WAN bytes go "
+        "as 1 MB messages one after another. Step times in ms: one run of "
+        f"{r['steps']} steps at seed {r['seed']}, the mean over {r['seeds']} seeds with its 95% "
+        "interval (Student t), its growth against load 0, and the queueing approximation "
+        f"(stated accuracy {r['approx_accuracy']:.0%}; largest deviation here "
+        f"{r['approx_max_rel_err']:.1%}). Budget [free] unless the scenario sets one; "
+        "d calibrated to the study's step times.",
+        "",
+        f"| variant | {head} |",
+        "|---|" + "---|" * len(loads),
+    ]
+    for vid, s in r["step_ms"].items():
+        cells = []
+        for j in range(len(loads)):
+            lo, hi = r["ci95_ms"][vid][j]
+            cells.append(f"{s[j]:.3f} / {r['mean_step_ms'][vid][j]:.3f} [{lo:.3f}, {hi:.3f}] / "
+                         f"x{r['growth'][vid][j]:.2f} / {r['approx_step_ms'][vid][j]:.3f}")
+        lines.append(f"| {_v.get(vid).short} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        f"At load 0 the engine matches the closed-form step to {r['load0_max_rel_err']:.1e} "
+        f"(largest relative difference over every variant at "
+        f"{', '.join(f'{p:g}' for p in sorted({p['GBps'] for p in r['load0_points']}))} GB/s).",
+    ]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------ CLI
+
+
+def _wan(args) -> int:
+    import events
+
+    from ..cli import load_scenario
+    from ..queueing import ACCURACY, shared_wan_step_s
+
+    sc = load_scenario(args)
+    if args.seeds < 1:
+        raise ValueError(f"--seeds = {args.seeds}: must be a whole number >= 1")
+    seeds = list(range(args.seed, args.seed + args.seeds))
+    ds = events.sweep(sc, load=list(args.load), seed=seeds, steps=args.steps,
+                      bandwidth=args.bandwidth, variant=args.variant or None,
+                      scheduler=args.scheduler, n_workers=args.workers, max_sim_s=args.max_sim_s)
+    if args.bandwidth is not None:
+        sc = sc.replace(wan_Bps=args.bandwidth * 1e9)
+    import jax.numpy as jnp
+
+    approx = np.asarray(shared_wan_step_s(sc, jnp.asarray([float(x) for x in args.load])))
+    ms = ds.step_s * 1e3
+    print(f"shared WAN at {float(sc.wan_Bps) / 1e9:g} GB/s per direction, {args.steps} steps a run, "
+          f"seeds {seeds[0]}..{seeds[-1]}; step in ms (mean over the run; p95 at seed {args.seed}); "
+          f"approx. = queueing approximation (stated accuracy {ACCURACY:.0%})")
+    print(f"{'variant':<20} {'load':>5} {'step':>10} {'p95':>10} {'mean':>10} {'95% CI':>21} "
+          f"{'growth':>7} {'approx.':>10}")
+    for vid in ds.variant.values:
+        base = float(ms.sel(variant=vid, load=float(args.load[0])).mean())
+        for j, x in enumerate(args.load):
+            s = ms.sel(variant=vid, load=float(x))
+            lo, hi = ci95(s.values)
+            m = float(s.mean())
+            print(f"{vid:<20} {x:>5g} {float(s.sel(seed=args.seed)):>10.3f} "
+                  f"{float(ds.step_p95_s.sel(variant=vid, load=float(x), seed=args.seed)) * 1e3:>10.3f} "
+                  f"{m:>10.3f} {f'[{lo:.3f}, {hi:.3f}]':>21} {m / base:>7.2f} "
+                  f"{approx[j, _v.IDS.index(vid)] * 1e3:>10.3f}")
+    if args.out:
+        from .._io import atomic_write_bytes
+
+        atomic_write_bytes(args.out, ds.to_netcdf())
+        print(f"wrote {args.out}")
+    return 0
+
+
+def register_cli(sub) -> None:
+    from ..cli import scenario_arg
+
+    p = sub.add_parser("wan", help="step times on a WAN shared with other jobs (event engine)",
+                       description="Run the shared-WAN event engine for every variant at each "
+                                   "load and print step times beside the queueing approximation.")
+    p.add_argument("--load", type=float, nargs="+", default=list(LOADS), metavar="X",
+                   help="other jobs' share of each WAN direction, in [0, 1) (default: 0 0.5 0.9)")
+    p.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
+    p.add_argument("--seeds", type=int, default=1, help="number of seeds from --seed (default 1)")
+    p.add_argument("--steps", type=int, default=STEPS, help=f"steps a run (default {STEPS})")
+    p.add_argument("--bandwidth", type=float, metavar="GBps",
+                   help="WAN bandwidth per direction, GB/s (default: the scenario's)")
+    p.add_argument("--variant", nargs="+", choices=_v.IDS, help="variants (default: all)")
+    p.add_argument("--scheduler", metavar="ADDR",
+                   help="dask scheduler address, e.g. tcp://host:8786 (default: a LocalCluster; "
+                        "'inline' runs in this process)")
+    p.add_argument("--workers", type=int, default=2, help="LocalCluster workers (default 2)")
+    p.add_argument("--max-sim-s", type=float, default=3600.0, dest="max_sim_s",
+                   help="bound on each run's simulated time, s (default 3600)")
+    p.add_argument("--out", metavar="FILE.nc", help="also write the runs as netCDF")
+    scenario_arg(p)
+    p.set_defaults(func=_wan)

@@ -1,0 +1,334 @@
+"""The shared-WAN discrete-event engine (model.md section 11): SimPy and NumPy only.
+
+A run simulates a training job whose steps are built phase by phase from a :class:`Plan`:
+
+    every step          GPU compute c
+    every H-th step     then, in each DC at once, the sync's phases in order (worker port, the
+                        module's pipelined stages, the module port, the fixed time d), then the
+                        sync's WAN bytes of that DC as messages of ``message_B`` bytes, one after
+                        another on the DC's outbound WAN link (each queued when the previous one is
+                        done); the step ends when both directions are done.
+
+Each WAN direction is one first-come-first-served link of capacity B shared with other jobs, whose
+``background_B`` transfers arrive as a Poisson process at ``load`` x B. A link is a work-conserving
+FCFS server with deterministic service (bytes / B): a message arriving at t leaves at
+``max(t, link free) + bytes / B`` (Lindley's recursion), so every arrival is one SimPy event and
+departures need none. At load 0 a step takes exactly the sum of its phases and the WAN bytes / B.
+
+This module never imports jax or the closed forms; :mod:`events.plan` builds the plan from a
+scenario and :func:`bandjax.variants.traffic`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+import simpy
+
+TRACE_STEPS = 5  # steps recorded in a run's trace (the explorer page animates them)
+TRACE_POINTS = 300  # samples of the trace, evenly spaced over those steps
+MAX_SIM_S = 3600.0  # default bound on a run's simulated time, s
+
+
+class SimulationBoundError(RuntimeError):
+    """A run did not finish within its bound of simulated time."""
+
+
+@dataclass(frozen=True)
+class Part:
+    """One piece of work in a phase: ``amount`` (bytes, samples, FLOP or seconds) at ``rate`` per
+    second; it takes amount / rate seconds (rate = inf: no time)."""
+
+    name: str
+    amount: float
+    rate: float = 1.0
+
+    @property
+    def duration_s(self) -> float:
+        return 0.0 if math.isinf(self.rate) else self.amount / self.rate
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one DC does per step, in plain floats (SI units); both DCs do the same.
+
+    ``sync_phases`` run one after another; the parts of a phase run at once (the module's
+    pipelined stages), so a phase lasts as long as its slowest part.
+    """
+
+    variant: str
+    compute_s: float  # GPU forward + backward, every step
+    sync_phases: tuple[tuple[Part, ...], ...]  # before the WAN, on sync steps
+    wan_B: float  # the sync's bytes on each WAN direction
+    wan_Bps: float  # capacity of each direction
+    message_B: float  # the sync's WAN messages
+    background_B: float  # other jobs' transfers
+    sync_every: int = 1  # H: steps per sync
+
+    def __post_init__(self):
+        for name in ("compute_s", "wan_B", "wan_Bps", "message_B", "background_B"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} = {value!r}: must be a finite number >= 0")
+        for name in ("wan_Bps", "message_B", "background_B"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} = {getattr(self, name)!r}: must be > 0"
+                                 + (" (WAN bandwidth)" if name == "wan_Bps" else ""))
+        if isinstance(self.sync_every, bool) or not isinstance(self.sync_every, int) or self.sync_every < 1:
+            raise ValueError(f"sync_every = {self.sync_every!r}: must be a whole number of steps >= 1")
+
+
+@dataclass
+class RunResult:
+    """One run: per-step times and the WAN's state (``out`` = DC A to B, ``in`` = B to A)."""
+
+    variant: str
+    load: float
+    seed: int
+    step_s: np.ndarray  # (steps,) each step's time, s
+    utilisation: tuple[float, float]  # busy share of each link over the job, 1
+    queue_mean: tuple[float, float]  # time-averaged messages in each link (waiting + in service)
+    queue_max: tuple[int, int]  # most messages in each link during the job
+    messages: int  # link arrivals simulated (background and the sync's), warm-up included
+    sim_s: float  # simulated time, warm-up included, s
+    trace: dict = field(default_factory=dict)
+
+    @property
+    def mean_s(self) -> float:
+        return float(np.mean(self.step_s))
+
+    def percentile_s(self, q: float) -> float:
+        return float(np.percentile(self.step_s, q))
+
+    def summary(self) -> dict:
+        """JSON-ready figures of the run (s, shares, counts)."""
+        return {
+            "variant": self.variant, "load": self.load, "seed": self.seed,
+            "steps": int(self.step_s.size), "mean_s": self.mean_s,
+            "p50_s": self.percentile_s(50), "p95_s": self.percentile_s(95),
+            "p99_s": self.percentile_s(99),
+            "utilisation": list(self.utilisation), "queue_mean": list(self.queue_mean),
+            "queue_max": list(self.queue_max), "messages": self.messages, "sim_s": self.sim_s,
+        }
+
+
+class _Link:
+    """One WAN direction: a FCFS server of ``rate`` bytes/s (Lindley's recursion).
+
+    ``inflight`` holds the departure times of the messages in the link, in order (FCFS departures
+    are monotone), so its length is the queue length seen by an arrival.
+    """
+
+    __slots__ = ("rate", "free_at", "inflight", "arrivals", "sojourn_s", "work_s", "queue_max",
+                 "log")
+
+    def __init__(self, rate: float):
+        self.rate = rate
+        self.free_at = 0.0
+        self.inflight: deque = deque()
+        self.arrivals = 0
+        self.sojourn_s = 0.0  # sum over arrivals of (departure - arrival)
+        self.work_s = 0.0  # sum over arrivals of service time
+        self.queue_max = 0
+        self.log: list | None = None  # (arrival, departure) pairs while tracing
+
+    def arrive(self, now: float, service_s: float) -> float:
+        """Queue a message of ``service_s`` at ``now``; return its departure time."""
+        inflight = self.inflight
+        while inflight and inflight[0] <= now:
+            inflight.popleft()
+        free = self.free_at
+        departure = (free if free > now else now) + service_s
+        self.free_at = departure
+        inflight.append(departure)
+        self.arrivals += 1
+        self.sojourn_s += departure - now
+        self.work_s += service_s
+        if len(inflight) > self.queue_max:
+            self.queue_max = len(inflight)
+        if self.log is not None:
+            self.log.append((now, departure))
+        return departure
+
+    def state(self, now: float) -> dict:
+        """Counters at ``now``, to take differences over the job."""
+        inflight = [d for d in self.inflight if d > now]
+        return {"backlog_s": max(self.free_at - now, 0.0), "inflight": inflight,
+                "remaining_s": sum(d - now for d in inflight), "sojourn_s": self.sojourn_s,
+                "work_s": self.work_s}
+
+
+def _background(env: simpy.Environment, link: _Link, rng: np.random.Generator,
+                mean_gap_s: float, service_s: float, batch: int = 4096):
+    """Other jobs' transfers on ``link``: Poisson arrivals, mean gap ``mean_gap_s``."""
+    timeout = env.timeout
+    arrive = link.arrive
+    while True:
+        for gap in (rng.standard_exponential(batch) * mean_gap_s).tolist():
+            yield timeout(gap)
+            arrive(env.now, service_s)
+
+
+def _send(env: simpy.Environment, link: _Link, total_B: float, message_B: float, done: list | None):
+    """The sync's bytes on one direction, as messages one after another (the last one partial);
+    while tracing, ``done`` collects (delivery time, bytes)."""
+    rate = link.rate
+    timeout = env.timeout
+    count = math.ceil(total_B / message_B) if total_B > 0 else 0
+    for i in range(count):
+        size = message_B if i < count - 1 else total_B - (count - 1) * message_B
+        now = env.now
+        yield timeout(link.arrive(now, size / rate) - now)
+        if done is not None:
+            done.append((env.now, size))
+
+
+def _dc_sync(env: simpy.Environment, plan: Plan, link: _Link, done: list | None):
+    """One DC's part of a sync: its phases in order, then its WAN bytes."""
+    for phase in plan.sync_phases:
+        durations = [p.duration_s for p in phase if p.duration_s > 0]
+        if len(durations) == 1:
+            yield env.timeout(durations[0])
+        elif durations:  # pipelined stages: the phase ends with the slowest
+            yield env.all_of([env.timeout(d) for d in durations])
+    yield env.process(_send(env, link, plan.wan_B, plan.message_B, done))
+
+
+def check_run_args(load, steps, seed=0, max_sim_s=MAX_SIM_S) -> None:
+    """Raise ``ValueError`` naming the first argument of a run that is not allowed."""
+    if isinstance(load, bool) or not isinstance(load, (int, float, np.integer, np.floating)) \
+            or not 0 <= load < 1:
+        raise ValueError(f"load = {load!r}: must be a number in [0, 1) (the share of each WAN "
+                         "direction's capacity that other jobs use)")
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise ValueError(f"steps = {steps!r}: must be a whole number >= 1")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed = {seed!r}: must be a whole number >= 0")
+    if isinstance(max_sim_s, bool) or not isinstance(max_sim_s, (int, float)) or not max_sim_s > 0:
+        raise ValueError(f"max_sim_s = {max_sim_s!r}: must be a number of seconds > 0")
+
+
+def warmup_s(plan: Plan, load: float) -> float:
+    """Background-only time before the job starts, so its links are near their stationary state:
+    ten relaxation times of the M/D/1 queue, 10 s_bg / (1 - sqrt(load))^2, s (0 at load 0)."""
+    if load == 0:
+        return 0.0
+    return 10 * plan.background_B / plan.wan_Bps / (1 - math.sqrt(load)) ** 2
+
+
+def simulate(plan: Plan, load: float, seed: int = 0, steps: int = 400, *,
+             trace_steps: int = TRACE_STEPS, trace_points: int = TRACE_POINTS,
+             max_sim_s: float = MAX_SIM_S) -> RunResult:
+    """Run ``steps`` training steps of ``plan`` on a WAN that other jobs load to ``load``.
+
+    Background traffic runs alone for :func:`warmup_s` first; times are counted from the job's
+    start.
+
+    Args:
+      plan: the job (see :func:`events.plan.build`).
+      load: other jobs' share of each WAN direction's capacity, in [0, 1).
+      seed: seeds the background traffic; the same seed gives the same run.
+      steps: training steps (with H-step syncing, a multiple of H makes the mean an average
+        over whole sync rounds).
+      trace_steps, trace_points: the trace covers the first ``trace_steps`` steps with
+        ``trace_points`` evenly spaced samples (0: no trace).
+      max_sim_s: bound on simulated time (warm-up included), s; a run that reaches it stops
+        with :class:`SimulationBoundError`.
+
+    Returns:
+      A :class:`RunResult`.
+    """
+    check_run_args(load, steps, seed, max_sim_s)
+    load = float(load)
+    env = simpy.Environment()
+    links = (_Link(plan.wan_Bps), _Link(plan.wan_Bps))
+    service_bg = plan.background_B / plan.wan_Bps
+    if load > 0:
+        mean_gap = service_bg / load  # arrival rate load x B / background_B
+        for i, link in enumerate(links):
+            env.process(_background(env, link, np.random.default_rng([seed, i]), mean_gap,
+                                    service_bg))
+    start = warmup_s(plan, load)
+    step_s = np.empty(steps)
+    trace_steps = min(trace_steps, steps) if trace_points > 0 else 0
+    st: dict = {"done": 0, "syncs": [], "delivered": [[], []], "step_ends": []}
+
+    def job():
+        if start > 0:
+            yield env.timeout(start)
+        st["begin"] = [link.state(env.now) for link in links]
+        for link in links:
+            link.log = [] if trace_steps else None
+        for k in range(steps):
+            t0 = env.now
+            yield env.timeout(plan.compute_s)
+            if (k + 1) % plan.sync_every == 0:
+                tracing = k < trace_steps
+                if tracing:
+                    st["syncs"].append(env.now)
+                yield env.all_of([env.process(_dc_sync(
+                    env, plan, links[i], st["delivered"][i] if tracing else None)) for i in (0, 1)])
+            step_s[k] = env.now - t0
+            st["done"] = k + 1
+            if k < trace_steps:
+                st["step_ends"].append(env.now)
+            if k + 1 == trace_steps:
+                st["trace_end"] = env.now
+                st["logs"] = [link.log for link in links]
+                for link in links:
+                    link.log = None
+
+    proc = env.process(job())
+    env.run(until=env.any_of([proc, env.timeout(max_sim_s)]))
+    if not proc.triggered:
+        raise SimulationBoundError(
+            f"run of {plan.variant} at load {load} (seed {seed}) reached the bound of "
+            f"max_sim_s = {max_sim_s} s of simulated time after {st['done']} of {steps} steps; "
+            "raise max_sim_s, or lower steps or load")
+    end = env.now
+    duration = end - start
+    utilisation, queue_mean = [], []
+    for link, b in zip(links, st["begin"]):
+        e = link.state(end)
+        busy = b["backlog_s"] + (e["work_s"] - b["work_s"]) - e["backlog_s"]
+        area = b["remaining_s"] + (e["sojourn_s"] - b["sojourn_s"]) - e["remaining_s"]
+        utilisation.append(busy / duration)
+        queue_mean.append(area / duration)
+    trace = _trace(st, plan, start, trace_points) if trace_steps else {}
+    return RunResult(
+        variant=plan.variant, load=load, seed=int(seed), step_s=step_s,
+        utilisation=tuple(utilisation), queue_mean=tuple(queue_mean),
+        queue_max=tuple(link.queue_max for link in links),
+        messages=sum(link.arrivals for link in links), sim_s=end, trace=trace)
+
+
+def _trace(st: dict, plan: Plan, start: float, points: int) -> dict:
+    """Messages in each link and the sync's bytes not yet delivered (both directions), on an
+    even grid from the job's start to the end of the traced steps."""
+    t = np.linspace(start, st["trace_end"], points)
+    queues = []
+    for log, begin in zip(st["logs"], st["begin"]):
+        arrivals = np.array([a for a, _ in log])
+        departures = np.sort(np.array([d for _, d in log] + begin["inflight"]))
+        q = (len(begin["inflight"]) + np.searchsorted(arrivals, t, side="right")
+             - np.searchsorted(departures, t, side="right"))
+        queues.append(q.tolist())
+    left = np.zeros(points)
+    for t_sync in st["syncs"]:
+        left += np.where(t >= t_sync, 2 * plan.wan_B, 0.0)
+    for delivered in st["delivered"]:
+        for t_done, size in delivered:
+            left -= np.where(t >= t_done, size, 0.0)
+    return {"t_ms": ((t - start) * 1e3).tolist(), "queue_out": queues[0], "queue_in": queues[1],
+            "sync_bytes_left": np.maximum(left, 0.0).tolist(),
+            "step_end_ms": [(x - start) * 1e3 for x in st["step_ends"]]}
+
+
+def run_summary(plan: Plan, load: float, seed: int, steps: int,
+                max_sim_s: float = MAX_SIM_S) -> dict:
+    """One run without its trace, as :meth:`RunResult.summary` (what a sweep's worker returns;
+    it needs only this module, so workers stay light)."""
+    return simulate(plan, load, seed, steps, trace_steps=0, max_sim_s=max_sim_s).summary()

@@ -1,0 +1,248 @@
+"""Engine runs over a labelled grid, in parallel on dask.distributed.
+
+:func:`sweep` labels its result like :func:`bandjax.sweep` (dimension names ``bandwidth`` in GB/s,
+``budget`` in GFLOP/s with inf = free, ``model``, ``H``, ``variant``, plus ``load`` and ``seed``),
+so the two line up with ``xr.align``. Each grid point is one run of :func:`events.engine.simulate`;
+runs go to a dask ``LocalCluster`` by default, or to an existing scheduler given by address.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from typing import Sequence
+
+import numpy as np
+import xarray as xr
+from tqdm.auto import tqdm
+
+from bandjax import variants as _variants
+from bandjax.scenario import PRESETS, Scenario, budget_value, reference
+
+from . import engine
+from .plan import build
+
+QUANTITIES = ("step_s", "step_p50_s", "step_p95_s", "step_p99_s", "wan_utilisation",
+              "wan_queue_mean", "wan_queue_max", "messages", "sim_s")
+_SUMMARY = {"step_s": "mean_s", "step_p50_s": "p50_s", "step_p95_s": "p95_s",
+            "step_p99_s": "p99_s", "messages": "messages", "sim_s": "sim_s"}
+_ATTRS = {
+    "step_s": {"units": "s", "long_name": "mean step time of the run"},
+    "step_p50_s": {"units": "s", "long_name": "median step time"},
+    "step_p95_s": {"units": "s", "long_name": "95th percentile step time"},
+    "step_p99_s": {"units": "s", "long_name": "99th percentile step time"},
+    "wan_utilisation": {"units": "1", "long_name": "busy share of each WAN direction over the job (mean of both)"},
+    "wan_queue_mean": {"units": "messages", "long_name": "time-averaged messages in a WAN direction (mean of both)"},
+    "wan_queue_max": {"units": "messages", "long_name": "most messages in a WAN direction (max of both)"},
+    "messages": {"units": "1", "long_name": "link arrivals simulated (warm-up included)"},
+    "sim_s": {"units": "s", "long_name": "simulated time (warm-up included)"},
+}
+_COORD_ATTRS = {
+    "bandwidth": {"units": "GB/s", "long_name": "WAN bandwidth per direction"},
+    "budget": {"units": "GFLOP/s", "long_name": "module compute budget (inf = free, not charged)"},
+    "model": {"long_name": "model size preset"},
+    "params": {"units": "1", "long_name": "parameters"},
+    "H": {"units": "steps", "long_name": "sync every H steps"},
+    "variant": {"long_name": "variant"},
+    "load": {"units": "1", "long_name": "other jobs' share of each WAN direction's capacity"},
+    "seed": {"units": "1", "long_name": "seed of the background traffic"},
+}
+
+
+def _listed(name, values):
+    if isinstance(values, (str, bytes)) or np.ndim(values) == 0:
+        return [values], False
+    values = list(values)
+    if not values:
+        raise ValueError(f"{name} = []: give at least one value")
+    return values, True
+
+
+def sweep(scenario: Scenario | None = None, *, variant=None, load=0.0, bandwidth=None,
+          budget=None, model=None, H=None, seed=0, steps: int = 400,
+          scheduler=None, n_workers: int = 2, max_sim_s: float = engine.MAX_SIM_S,
+          progress: bool = True) -> xr.Dataset:
+    """Run the engine at every point of a grid.
+
+    Each grid argument is a scalar (a scalar coordinate) or a sequence (a dimension), as in
+    :func:`bandjax.sweep`; dimensions come in the order bandwidth, budget, model, H, load, seed,
+    variant.
+
+    Args:
+      scenario: the parameters; the reference scenario by default.
+      variant: variant ids; all of them by default (as a dimension).
+      load: other jobs' share of each WAN direction's capacity, in [0, 1).
+      bandwidth: WAN bandwidth per direction, GB/s (> 0).
+      budget: module compute budget, GFLOP/s, or "free" / "low" / "high".
+      model: preset names or parameter counts (GPU compute scales with P, d does not).
+      H: sync every H steps (a whole number).
+      seed: seeds of the background traffic (whole numbers >= 0).
+      steps: training steps per run (>= 1).
+      scheduler: None for a new ``LocalCluster`` of ``n_workers`` processes; an address
+        ("tcp://host:8786") or a ``distributed.Client`` to use an existing one; "inline" to run
+        in this process without dask.
+      max_sim_s: bound on each run's simulated time, s.
+      progress: show a progress bar of runs done.
+
+    Returns:
+      An ``xarray.Dataset`` of :data:`QUANTITIES`, each with ``attrs["units"]``.
+    """
+    sc = reference() if scenario is None else scenario
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise ValueError(f"steps = {steps!r}: must be a whole number >= 1")
+    axes: list[tuple[str, list, list]] = []  # (dim, coordinate values, scenario changes per value)
+    scalars: dict[str, object] = {}
+    base: dict = {}
+
+    def add(dim, given, coords, changes):
+        values, is_dim = given
+        if is_dim:
+            axes.append((dim, coords, changes))
+        else:
+            scalars[dim] = coords[0]
+            base.update(changes[0])
+
+    if bandwidth is not None:
+        vals, is_dim = _listed("bandwidth", bandwidth)
+        gbps = []
+        for x in vals:
+            if isinstance(x, bool) or not isinstance(x, (int, float, np.number)) \
+                    or not (0 < x < math.inf):
+                raise ValueError(f"bandwidth = {x!r}: must be a finite number > 0 GB/s")
+            gbps.append(float(x))
+        add("bandwidth", (vals, is_dim), gbps, [{"wan_Bps": g * 1e9} for g in gbps])
+    if budget is not None:
+        vals, is_dim = _listed("budget", budget)
+        flops = [float(sc.budget_low_FLOPs) if b == "low" else float(sc.budget_high_FLOPs)
+                 if b == "high" else budget_value(b) for b in vals]
+        add("budget", (vals, is_dim), [f / 1e9 for f in flops], [{"budget_FLOPs": f} for f in flops])
+    model_params = None
+    if model is not None:
+        vals, is_dim = _listed("model", model)
+        labels, params = [], []
+        for m in vals:
+            if isinstance(m, str):
+                if m not in PRESETS:
+                    raise ValueError(f"model = {m!r} is not a preset; allowed: "
+                                     f"{', '.join(PRESETS)}, or a parameter count > 0")
+                labels.append(m)
+                params.append(PRESETS[m])
+            else:
+                if isinstance(m, bool) or not (float(m) > 0 and math.isfinite(float(m))):
+                    raise ValueError(f"model = {m!r}: must be a preset or a parameter count > 0")
+                labels.append(f"P={float(m):.4g}")
+                params.append(float(m))
+        c, P0 = float(sc.gpu_compute_s), float(sc.params)
+        add("model", (vals, is_dim), labels,
+            [{"params": p, "gpu_compute_s": c * p / P0} for p in params])
+        model_params = (params, is_dim)
+    if H is not None:
+        vals, is_dim = _listed("H", H)
+        for h in vals:
+            if isinstance(h, bool) or not isinstance(h, (int, float, np.number)) \
+                    or not (h >= 1 and float(h).is_integer()):
+                raise ValueError(f"H = {h!r}: must be a whole number of steps >= 1")
+        add("H", (vals, is_dim), [float(h) for h in vals], [{"sync_every_H": float(h)} for h in vals])
+    loads, load_dim = _listed("load", load)
+    for x in loads:
+        engine.check_run_args(x, steps)
+    add("load", (loads, load_dim), [float(x) for x in loads], [{} for _ in loads])
+    seeds, seed_dim = _listed("seed", seed)
+    for s in seeds:
+        engine.check_run_args(0.0, steps, s)
+    add("seed", (seeds, seed_dim), [int(s) for s in seeds], [{} for _ in seeds])
+    vids, variant_dim = _listed("variant", list(_variants.IDS) if variant is None else variant)
+    for vid in vids:
+        _variants.get(vid)
+    add("variant", (vids, variant_dim), list(vids), [{} for _ in vids])
+
+    shape = tuple(len(a[1]) for a in axes)
+    dims = [a[0] for a in axes]
+    points = list(np.ndindex(*shape)) if shape else [()]
+    tasks = []
+    for idx in points:
+        changes = dict(base)
+        coord = dict(scalars)
+        for (dim, coords, ch), i in zip(axes, idx):
+            changes.update(ch[i])
+            coord[dim] = coords[i]
+        plan = build(sc.replace(**changes), coord["variant"])
+        tasks.append((plan, float(coord["load"]), int(coord["seed"]), int(steps), float(max_sim_s)))
+    results = _execute(tasks, scheduler, n_workers, progress)
+
+    data = {q: np.empty(shape if shape else ()) for q in QUANTITIES}
+    for idx, summary in zip(points, results):
+        for q, key in _SUMMARY.items():
+            data[q][idx] = summary[key]
+        data["wan_utilisation"][idx] = float(np.mean(summary["utilisation"]))
+        data["wan_queue_mean"][idx] = float(np.mean(summary["queue_mean"]))
+        data["wan_queue_max"][idx] = float(np.max(summary["queue_max"]))
+    coords: dict = {}
+    for dim, cvals, _ in axes:
+        coords[dim] = xr.Variable(dim, np.asarray(cvals), _COORD_ATTRS[dim])
+    for dim, cval in scalars.items():
+        coords[dim] = xr.Variable((), cval, _COORD_ATTRS[dim])
+    if "variant" in dims:
+        coords["label"] = xr.Variable("variant", np.asarray([_variants.get(v).short for v in vids]))
+    if model_params is not None:
+        params, is_dim = model_params
+        coords["params"] = xr.Variable(("model",) if is_dim else (),
+                                       np.asarray(params if is_dim else params[0]),
+                                       _COORD_ATTRS["params"])
+    ds = xr.Dataset({q: xr.Variable(dims, data[q], _ATTRS[q]) for q in QUANTITIES}, coords=coords)
+    ds.attrs.update({
+        "title": "bandjax shared-WAN event engine sweep",
+        "steps": int(steps),
+        "assumptions": "each WAN direction a FCFS link shared with other jobs' Poisson transfers "
+                       f"of {float(sc.background_B):g} B at load x capacity; the sync's WAN bytes "
+                       f"as {float(sc.wan_message_B):g} B messages one after another; "
+                       "d calibrated to the study's step times",
+    })
+    return ds
+
+
+@contextlib.contextmanager
+def client(scheduler=None, n_workers: int = 2):
+    """Where runs execute, for reuse across sweeps: yields a ``distributed.Client`` (a new
+    ``LocalCluster`` of ``n_workers`` single-threaded processes when ``scheduler`` is None, or
+    the scheduler at an address such as "tcp://host:8786"), the given Client, or "inline"."""
+    if scheduler == "inline":
+        yield "inline"
+        return
+    from distributed import Client, LocalCluster
+
+    if isinstance(scheduler, Client):
+        yield scheduler
+    elif scheduler is None:
+        if isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1:
+            raise ValueError(f"n_workers = {n_workers!r}: must be a whole number >= 1")
+        with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster, Client(cluster) as c:
+            yield c
+    elif isinstance(scheduler, str):
+        with Client(scheduler) as c:
+            yield c
+    else:
+        raise ValueError(f"scheduler = {scheduler!r}: give None (a LocalCluster), a scheduler "
+                         "address such as 'tcp://host:8786', a distributed.Client, or 'inline'")
+
+
+def _execute(tasks: list, scheduler, n_workers: int, progress: bool) -> list[dict]:
+    """Run every task, in order of ``tasks``; a progress bar counts runs done."""
+    with client(scheduler, n_workers) as c, \
+            tqdm(total=len(tasks), desc="shared-WAN runs", unit="run", disable=not progress) as bar:
+        if c == "inline":
+            out = []
+            for t in tasks:
+                out.append(engine.run_summary(*t))
+                bar.update()
+            return out
+        from distributed import as_completed
+
+        futures = [c.submit(engine.run_summary, *t, pure=False) for t in tasks]
+        index = {f.key: i for i, f in enumerate(futures)}
+        out: list = [None] * len(tasks)
+        for f in as_completed(futures):
+            out[index[f.key]] = f.result()
+            bar.update()
+        return out

@@ -1,0 +1,183 @@
+"""The shared-WAN event engine: load 0 equals the closed forms, runs are reproducible, bad input
+is refused, a busy WAN hurts the variants that send most across it."""
+
+import ast
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bandjax
+import events
+from bandjax import variants
+from bandjax.step import step_s, traffic_B
+from events.engine import Part, Plan, SimulationBoundError, simulate
+
+EVENTS_DIR = Path(__file__).resolve().parents[1] / "events"
+
+
+def closed_form_s(sc, variant):
+    return float(np.asarray(step_s(sc))[variants.IDS.index(variant)])
+
+
+def test_events_source_never_imports_jax_or_the_closed_forms():
+    forbidden = ("jax", "jaxlib", "bandjax.step", "bandjax.metrics", "bandjax.grid",
+                 "bandjax.queueing", "bandjax.breakeven")
+    allowed_bandjax = {"bandjax.scenario", "bandjax.variants"}
+    files = sorted(EVENTS_DIR.glob("*.py"))
+    assert len(files) >= 4
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            for name in names:
+                assert not any(name == f or name.startswith(f + ".") for f in forbidden), \
+                    f"{path.name} imports {name}"
+                if name.startswith("bandjax") and name != "bandjax":
+                    assert name in allowed_bandjax or name.rsplit(".", 1)[0] in allowed_bandjax \
+                        or name in {"bandjax.variants", "bandjax.scenario"}, f"{path.name}: {name}"
+                assert name != "bandjax" or isinstance(node, ast.ImportFrom), path.name
+
+
+def test_reference_load0_every_variant_matches_closed_form():
+    sc = bandjax.reference()
+    for vid in variants.IDS:
+        run = events.run(sc, vid, 0.0, steps=3)
+        cf = closed_form_s(sc, vid)
+        np.testing.assert_allclose(run.step_s, cf, rtol=1e-9, atol=0)
+        assert run.utilisation[0] == pytest.approx(
+            float(traffic_B(sc).wan_B[variants.IDS.index(vid)]) / sc.wan_Bps / cf, rel=1e-9)
+    # model.md section 12: AdamW step 4.075 ms, E' at [free] 3.726 ms (printed precision)
+    assert events.run(sc, "adamw", 0.0, steps=1).mean_s == pytest.approx(4.075e-3, abs=0.5e-6)
+    assert events.run(sc, "band_switch", 0.0, steps=1).mean_s == pytest.approx(3.726e-3, abs=0.5e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(variant=st.sampled_from(variants.IDS),
+       budget=st.one_of(st.sampled_from(["free", "low", "high"]), st.floats(1.0, 1000.0)),
+       gbps=st.floats(0.1, 1000.0),
+       params=st.floats(1e6, 3e8),
+       H=st.sampled_from([1, 2, 4]),
+       enob=st.sampled_from([6.0, 8.0]))
+def test_load0_equals_closed_form_property(variant, budget, gbps, params, H, enob):
+    sc = bandjax.reference().at_model_size(params)
+    flops = {"free": math.inf, "low": float(sc.budget_low_FLOPs),
+             "high": float(sc.budget_high_FLOPs)}.get(budget, None)
+    flops = flops if flops is not None else budget * 1e9
+    sc = sc.replace(wan_Bps=gbps * 1e9, budget_FLOPs=flops, sync_every_H=float(H), enob=enob)
+    run = events.run(sc, variant, 0.0, steps=2 * H, trace_steps=0)
+    assert run.mean_s == pytest.approx(closed_form_s(sc, variant), rel=1e-9, abs=0)
+
+
+def test_load0_llama3_8b_matches_closed_form():
+    sc = bandjax.reference().at_model_size(bandjax.PRESETS["llama3-8b"])
+    run = events.run(sc, "adamw", 0.0, steps=1, trace_steps=0)  # 32,120 WAN messages a direction
+    assert run.mean_s == pytest.approx(closed_form_s(sc, "adamw"), rel=1e-9, abs=0)
+
+
+def test_wan_bytes_go_as_messages_last_one_partial():
+    plan = Plan("x", compute_s=1e-3, sync_phases=((Part("d", 2e-4),),), wan_B=2.5e6,
+                wan_Bps=1e9, message_B=1e6, background_B=1e6)
+    run = simulate(plan, 0.0, steps=2, trace_steps=1, trace_points=1001)
+    np.testing.assert_allclose(run.step_s, 1e-3 + 2e-4 + 2.5e-3, rtol=1e-12)
+    left = np.array(run.trace["sync_bytes_left"])
+    t = np.array(run.trace["t_ms"])
+    # 5 MB in flight once the sync starts (both directions), 3 MB after the first message (1 ms)
+    # and 1 MB after the second (2 ms); none when the step ends (2.5 ms)
+    assert left[0] == 0 and left.max() == 5e6
+    assert left[np.searchsorted(t, 1.2 + 1.5)] == 3e6
+    assert left[np.searchsorted(t, 1.2 + 2.25)] == 1e6
+    assert left[-1] == 0
+    assert max(run.trace["queue_out"]) == 1 and max(run.trace["queue_in"]) == 1
+    assert run.messages == 12 and run.queue_max == (1, 1)  # 2 steps x 3 messages x 2 directions
+
+
+def test_same_seed_same_run_other_seed_other_run():
+    sc = bandjax.reference()
+    a = events.run(sc, "topk", 0.5, seed=3, steps=40)
+    b = events.run(sc, "topk", 0.5, seed=3, steps=40)
+    c = events.run(sc, "topk", 0.5, seed=4, steps=40)
+    np.testing.assert_array_equal(a.step_s, b.step_s)
+    assert a.trace == b.trace
+    assert not np.array_equal(a.step_s, c.step_s)
+
+
+def test_utilisation_is_background_plus_own_share():
+    sc = bandjax.reference()
+    run = events.run(sc, "adamw", 0.5, seed=0, steps=300, trace_steps=0)
+    own = float(traffic_B(sc).wan_B[0]) / float(sc.wan_Bps) / run.mean_s
+    # Poisson background over ~2 s of simulated time: its share is 0.5 within a few percent
+    for u in run.utilisation:
+        assert u == pytest.approx(0.5 + own, abs=0.03)
+    assert all(q > 0.5 for q in run.queue_mean)
+    assert run.percentile_s(99) >= run.percentile_s(95) >= run.percentile_s(50) > 0
+
+
+def test_busy_wan_hurts_most_the_variants_that_send_most():
+    sc = bandjax.reference()
+    wan_B = dict(zip(variants.IDS, np.asarray(traffic_B(sc).wan_B).tolist()))
+    base = {v: closed_form_s(sc, v) for v in variants.IDS}
+    added = {v: np.mean([events.run(sc, v, 0.9, seed=s, steps=200, trace_steps=0).mean_s
+                         for s in (0, 1)]) - base[v] for v in variants.IDS}
+    for a in variants.IDS:
+        for b in variants.IDS:
+            if wan_B[a] > 1.5 * wan_B[b]:
+                assert added[a] > added[b], (a, b, added)
+    growth = {v: (added[v] + base[v]) / base[v] for v in variants.IDS}
+    assert max(growth, key=growth.get) == "adamw"
+    assert min(growth.values()) > 1.2
+
+
+@pytest.mark.parametrize("load", [-0.1, 1.0, 1.5, float("nan"), "0.5", True])
+def test_bad_load(load):
+    with pytest.raises(ValueError, match=r"load = .*\[0, 1\)"):
+        events.run(bandjax.reference(), "adamw", load, steps=1)
+
+
+@pytest.mark.parametrize("steps", [0, -3, 2.5])
+def test_bad_steps(steps):
+    with pytest.raises(ValueError, match=r"steps = .*whole number >= 1"):
+        events.run(bandjax.reference(), "adamw", 0.0, steps=steps)
+
+
+@pytest.mark.parametrize("bad", [0.0, -12.5, math.inf])
+def test_bad_bandwidth(bad):
+    with pytest.raises(ValueError, match=r"wan_Bps = .*> 0"):
+        events.build(bandjax.reference().replace(wan_Bps=bad * 1e9), "adamw")
+    with pytest.raises(ValueError, match=r"bandwidth = .*> 0 GB/s"):
+        events.sweep(bandwidth=[12.5, bad], scheduler="inline", progress=False)
+
+
+def test_bad_variant_H_seed_and_scheduler():
+    with pytest.raises(ValueError, match="variant = 'sgd' is not known; allowed: adamw"):
+        events.build(bandjax.reference(), "sgd")
+    with pytest.raises(ValueError, match=r"sync_every_H = 1.5.*whole number"):
+        events.build(bandjax.reference().replace(sync_every_H=1.5), "adamw")
+    with pytest.raises(ValueError, match=r"seed = -1"):
+        events.run(bandjax.reference(), "adamw", 0.0, seed=-1, steps=1)
+    with pytest.raises(ValueError, match=r"scheduler = 42"):
+        events.sweep(load=0.0, steps=1, scheduler=42, progress=False)
+
+
+def test_run_past_its_bound_stops_and_says_so():
+    with pytest.raises(SimulationBoundError, match=r"max_sim_s = 0.01 s .* after 2 of 100 steps"):
+        events.run(bandjax.reference(), "adamw", 0.0, steps=100, max_sim_s=0.01)
+
+
+def test_sweep_labels_align_with_bandjax_sweep_inline():
+    import xarray as xr
+
+    ds = events.sweep(bandwidth=[2.0, 100.0], budget=["free", "low"], load=0.0, seed=0, steps=2,
+                      scheduler="inline", progress=False)
+    cf = bandjax.sweep(bandwidth=[2.0, 100.0], budget=["free", "low"], quantities=["step_s"])
+    assert ds.step_s.dims == ("bandwidth", "budget", "variant")
+    a, b = xr.align(ds.step_s, cf.step_s, join="exact")
+    np.testing.assert_allclose(a.values, b.values, rtol=1e-9)
+    assert ds.step_s.attrs["units"] == "s" and ds.bandwidth.attrs["units"] == "GB/s"
+    assert list(ds.label.values) == list(cf.label.values)

@@ -1,0 +1,77 @@
+"""The shared-WAN report section (the keys the explorer page reads) and ``bandjax wan``."""
+
+import json
+
+import numpy as np
+import pytest
+
+import bandjax
+from bandjax import cli, variants
+from bandjax.queueing import ACCURACY
+from bandjax.report import _json_ready, shared_wan
+
+SMALL = {"shared_wan": {"steps": 20, "seeds": 2, "scheduler": "inline", "progress": False}}
+
+
+@pytest.fixture(scope="module")
+def results():
+    return _json_ready(shared_wan.build(bandjax.reference(), dict(SMALL)))
+
+
+def test_section_has_the_page_contract(results):
+    r = results["shared_wan"]
+    json.dumps(r, allow_nan=False)
+    assert r["seed"] == 0 and r["loads"] == [0.0, 0.5, 0.9] and r["steps"] == 20 and r["seeds"] == 2
+    for key in ("step_ms", "mean_step_ms", "ci95_ms", "growth", "approx_step_ms"):
+        assert sorted(r[key]) == sorted(variants.IDS), key
+        assert all(len(v) == 3 for v in r[key].values()), key
+    assert r["approx_accuracy"] == ACCURACY
+    closed = np.asarray(bandjax.step_s(bandjax.reference())) * 1e3
+    for i, vid in enumerate(variants.IDS):
+        assert r["step_ms"][vid][0] == pytest.approx(closed[i], rel=1e-9)
+        assert r["growth"][vid][0] == pytest.approx(1.0, rel=1e-12)
+        assert r["growth"][vid][2] > r["growth"][vid][1] > 1.0
+        lo, hi = r["ci95_ms"][vid][2]
+        assert lo <= r["mean_step_ms"][vid][2] <= hi
+    t = r["trace"]
+    assert t["variant"] == "adamw" and t["load"] == 0.9 and t["bandwidth_GBps"] == 12.5
+    n = len(t["t_ms"])
+    assert n > 10 and len(t["queue_out"]) == len(t["queue_in"]) == len(t["sync_bytes_left"]) == n
+    assert max(t["sync_bytes_left"]) <= 2 * 4 * 7_916_736 + 1e-6  # both directions' G
+    points = r["load0_points"]
+    assert len(points) == 5 * len(variants.IDS)
+    assert {p["GBps"] for p in points} == {0.5, 2.0, 12.5, 100.0, 500.0}
+    assert r["load0_max_rel_err"] < 1e-9
+    adamw = next(p for p in points if p["variant"] == "adamw" and p["GBps"] == 12.5)
+    # model.md section 12: AdamW 1.63 s to target at 100 GbE (400 steps)
+    assert adamw["time_to_target_s"] == pytest.approx(1.63, abs=0.005)
+    assert adamw["basis"] == "hypothesis"
+
+
+def test_markdown_names_assumptions_and_units(results):
+    md = shared_wan.markdown(results)
+    assert "## Shared WAN" in md and "95% interval" in md and "ms" in md
+    assert "1 MB" in md and "d calibrated" in md
+    assert md.count("\n| ") == 1 + len(variants.IDS)
+
+
+def test_cli_wan_prints_a_row_per_variant_and_load(capsys):
+    code = cli.main(["wan", "--load", "0", "0.5", "--steps", "5", "--seeds", "2",
+                     "--variant", "adamw", "band_switch", "--scheduler", "inline"])
+    out = capsys.readouterr().out
+    assert code == 0
+    rows = [line for line in out.splitlines() if line.startswith(("adamw", "band_switch"))]
+    assert len(rows) == 4
+    step0 = float(rows[0].split()[2])
+    assert step0 == pytest.approx(4.075, abs=0.0005)  # model.md section 12
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["--load", "1.0"], "load = 1.0"),
+    (["--steps", "0"], "steps = 0"),
+    (["--bandwidth", "0"], "bandwidth = 0.0"),
+])
+def test_cli_wan_bad_input(capsys, argv, match):
+    code = cli.main(["wan", "--scheduler", "inline", *argv])
+    assert code == 2
+    assert match in capsys.readouterr().err
