@@ -24,11 +24,12 @@ LOAD0_GBPS = (0.5, 2.0, 12.5, 100.0, 500.0)
 TRACE_VARIANT = "adamw"
 TRACE_LOAD = 0.9
 BASIS = "hypothesis"
+SCHEDULER = None  # None: a LocalCluster for the report's runs; "inline": this process
 
 
 def _options(ctx: dict) -> dict:
     """Run sizes, overridable through ``ctx["shared_wan"]`` (loads, seeds, steps, scheduler)."""
-    opts = {"loads": LOADS, "seeds": SEEDS, "steps": STEPS, "scheduler": None, "n_workers": 2,
+    opts = {"loads": LOADS, "seeds": SEEDS, "steps": STEPS, "scheduler": SCHEDULER, "n_workers": 2,
             "progress": True}
     opts.update(ctx.get(KEY, {}))
     return opts
