@@ -213,7 +213,7 @@ function updateTrace() {
   const rows = SPECS.shared_wan_trace.datasets.trace.filter(r => r.j === STATE.tj);
   if (!rows.length) return;
   el.innerHTML = 't = ' + Number(rows[0].t_ms.toPrecision(4)) + ' ms: '
-      + rows.map(r => r.series + ' ' + Number(r.MB.toPrecision(3)) + ' MB').join(', ');
+      + rows.map(r => r.series.replace(/ \(MB\)$/, '') + ' ' + Number(r.value.toPrecision(3)) + ' ' + r.unit).join(', ');
 }
 function player(button, signal, n, update, stepMs) {
   let timer = null;

@@ -265,7 +265,7 @@ def shared_wan_charts(view: _views.View, sc: Scenario, interactive: bool = False
         meta = d["trace_meta"]
         base = alt.Chart(alt.NamedData(name="trace"))
         x = alt.X("t_ms:Q", title="time in the run (ms)")
-        y = alt.Y("MB:Q", title="MB")
+        y = alt.Y("value:Q", title="transfers queued / sync MB left")
         layers = [base.mark_line(interpolate="step-after").encode(
             x=x, y=y, color=alt.Color("series:N", title="")), ]
         params = []

@@ -516,7 +516,9 @@ def shared_wan_view(sc: Scenario, results: dict) -> View:
                             "shared_wan).")
         return view
     loads = list(sw["loads"])
-    step = sw.get("step_ms") or {}
+    # the 95% intervals belong to the mean over seeds, so show that mean beside them
+    over_seeds = bool(sw.get("mean_step_ms"))
+    step = sw.get("mean_step_ms") or sw.get("step_ms") or {}
     ci = sw.get("ci95_ms") or {}
     approx = sw.get("approx_step_ms") if isinstance(sw.get("approx_step_ms"), dict) else {}
     rows, table = [], []
@@ -541,18 +543,24 @@ def shared_wan_view(sc: Scenario, results: dict) -> View:
         table.append(cells)
     view.table = {"columns": ["load"] + [f"{short(v)} (ms)" for v in _v.IDS if v in step],
                   "rows": table,
-                  "caption": f"Mean step time by load of other jobs' traffic, with 95% intervals; "
-                             f"{sw.get('steps', 'n/a')} steps per run, seed {sw.get('seed', 'n/a')}."}
+                  "caption": (f"Mean step time by load of other jobs' traffic over "
+                              f"{sw.get('seeds', 'n/a')} seeds, with 95% intervals; "
+                              f"{sw.get('steps', 'n/a')} steps per run." if over_seeds else
+                              f"Mean step time by load of other jobs' traffic; "
+                              f"{sw.get('steps', 'n/a')} steps, seed {sw.get('seed', 'n/a')}.")}
     view.data = {"steps": rows}
     tr = sw.get("trace")
     if isinstance(tr, dict) and tr.get("t_ms"):
         trows = []
         for j, t in enumerate(tr["t_ms"]):
-            for key, label in (("queue_out", "queue, outbound"), ("queue_in", "queue, inbound"),
-                               ("sync_bytes_left", "sync bytes left")):
+            # queues are counted in transfers (messages of up to 1 MB); bytes left in MB
+            for key, label, scale, unit in (
+                    ("queue_out", "transfers queued, outbound", 1.0, "transfers"),
+                    ("queue_in", "transfers queued, inbound", 1.0, "transfers"),
+                    ("sync_bytes_left", "sync bytes left (MB)", 1e-6, "MB")):
                 if key in tr and tr[key][j] is not None:
-                    trows.append({"j": j, "t_ms": _num(t), "series": label,
-                                  "MB": _num(float(tr[key][j]) / 1e6)})
+                    trows.append({"j": j, "t_ms": _num(t), "series": label, "unit": unit,
+                                  "value": _num(float(tr[key][j]) * scale)})
         view.data["trace"] = trows
         view.data["trace_meta"] = {"variant": tr.get("variant"), "load": tr.get("load"),
                                    "GBps": tr.get("bandwidth_GBps"), "n": len(tr["t_ms"])}
@@ -580,7 +588,8 @@ def shared_wan_view(sc: Scenario, results: dict) -> View:
         "Each WAN direction is one first-come-first-served link; other jobs send 1 MB transfers as "
         "a Poisson process at load x bandwidth.",
         "The sync's WAN bytes go as 1 MB messages, one after another; a run is seeded.",
-        "Queues and bytes left are shown in MB (1e6 bytes).",
+        "Queues are counted in transfers waiting on the link (other jobs' and the sync's, up to "
+        "1 MB each); the sync's bytes left (both directions) in MB (1e6 bytes).",
     ]
     return view
 
