@@ -47,3 +47,10 @@ def test_notebook_runs(path, monkeypatch):
         assert "hypothesis basis: E' from 0.1 GB/s" in text
         assert "top-k reaches the target first (0.925 s)" in text
         assert any("image/svg+xml" in o.get("data", {}) for o in outputs)
+    if path.stem == "shared_wan":
+        # model.md section 11: at load 0 the engine gives the closed form's step exactly
+        import re
+
+        err = float(re.search(r"load 0: largest relative difference from the closed form (\S+)", text)[1])
+        assert err <= 1e-9
+        assert "adamw: closed form 4.075 ms" in text.replace("  ", "")
