@@ -237,7 +237,8 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
             leaves[k] = np.reshape(np.asarray(v, dtype=float), shape)
     if model is not None and "gpu_compute_s" in fields:
         raise ValueError("gpu_compute_s cannot be swept together with model (model sets it)")
-    sc = jax.tree.map(lambda x: jnp.asarray(x, dtype=float), sc.replace(**leaves))
+    # numpy leaves: jit takes them through its fast path (a jnp.asarray each costs a dispatch)
+    sc = jax.tree.map(lambda x: np.asarray(x, dtype=float), sc.replace(**leaves))
 
     # Steps to target, resolved outside jit: table (enob, basis, variant) indexed onto the grid.
     steps = np.array([[[sc.steps.lookup(vid, e, b) for vid in _v.IDS] for b in bases] for e in enobs])
@@ -254,7 +255,7 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
                       np.arange(len(_v.IDS))]
 
     jit_names = tuple(q for q in names if q not in ("steps_to_target", "status"))
-    raw = _evaluate(sc, jnp.asarray(steps_arr), tuple(index.tolist()), jit_names)
+    raw = _evaluate(sc, steps_arr, tuple(index.tolist()), jit_names)
     raw = {k: np.asarray(v) for k, v in raw.items()}  # zero-copy views of the jitted outputs
 
     grid_shape = tuple(len(a[1]) for a in axes)
