@@ -87,6 +87,12 @@ def table(results: dict) -> str:
               f"fresh pages {mb['fresh']['Bps'] / 1e9:.3g} GB/s",
               f"at {s['headline_cells']:.3g} cells: sweep {_fmt(100 * s['fraction_of_memory_bw'], '%')} "
               f"of memory bandwidth, core {_fmt(100 * s['core']['fraction_of_memory_bw'], '%')}"]
+    pf = s.get("page_faults")
+    if pf:
+        d, r = pf["default"], pf["reuse_pages"]
+        lines.append(f"page faults at {pf['cells']:.3g} cells (median ms, as run / pages reused): "
+                     + ", ".join(f"{w} {1e3 * d[w]['median_s']:.0f} / {1e3 * r[w]['median_s']:.0f}"
+                                 for w in ("core", "floor", "numpy")))
     for name in EXTERNAL:
         sec = results[name]
         figs = ", ".join(f"{k} {_fmt(sec.get(k))}" for k in KEYS[name])

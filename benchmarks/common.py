@@ -80,6 +80,19 @@ def memory_bandwidth(nbytes: int = 2**30, repeat: int = MIN_REPEAT) -> dict:
     return out
 
 
+def peak_rss_B() -> int:
+    """This process's peak resident set size, B (``VmHWM``).
+
+    Not ``ru_maxrss``: a process started by fork + exec inherits its parent's high-water mark
+    there, so a child of a large process would report its parent's peak.
+    """
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("VmHWM not found in /proc/self/status")
+
+
 def fit_exponent(cells, seconds) -> float:
     """Least-squares slope of log(time) against log(cells): 1.0 is linear cost."""
     x, y = np.log(np.asarray(cells, float)), np.log(np.asarray(seconds, float))

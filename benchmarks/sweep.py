@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -143,6 +142,10 @@ def run(quick: bool = False, big: bool = False, progress: bool = True) -> dict:
         "scaling_exponent": common.fit_exponent([s["cells"] for s in fit],
                                                 [s["sweep"]["median_s"] for s in fit]),
         "fraction_of_memory_bw": fraction_of_bw(head["cells"], head["sweep"]["median_s"], membw),
+        # without the smallest fitted size, where a fixed cost per call outside jit still shows
+        "scaling_exponent_from_1e6": common.fit_exponent(
+            [s["cells"] for s in per_size if s["cells"] >= 0.99e6],
+            [s["sweep"]["median_s"] for s in per_size if s["cells"] >= 0.99e6]),
         "core": {
             "cells_per_s": head["core"]["cells_per_s"],
             "ratio_numpy": head["core"]["ratio_numpy"],
@@ -164,6 +167,11 @@ def run(quick: bool = False, big: bool = False, progress: bool = True) -> dict:
         "memory_bw": membw,
         "sizes": per_size,
     }
+    if not quick:
+        if progress:
+            print(f"  sweep: page-fault probe at {head['cells']:.0e} cells ...", file=sys.stderr,
+                  flush=True)
+        out["page_faults"] = page_fault_probe(head["cells"], repeat)
     return out
 
 
@@ -178,6 +186,48 @@ def fraction_of_bw(cells: int, seconds: float, membw: dict, which: str = "warm")
     return 2 * OUTPUT_B_PER_CELL * cells / seconds / membw[which]["Bps"]
 
 
+# ----------------------------------------------------------------------------------- page faults
+
+# glibc: never hand big blocks back to the kernel, so a new output reuses pages already mapped.
+REUSE_PAGES_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(2**40)}
+
+
+def page_fault_probe(cells: float = HEADLINE_CELLS, repeat: int = common.MIN_REPEAT) -> dict:
+    """How much of the sweep's time is the kernel mapping fresh pages for its outputs.
+
+    Times the core, the floor and the numpy baseline in two fresh processes: as usual, and with
+    glibc told to keep freed memory (:data:`REUSE_PAGES_ENV`), so each run's outputs land in pages
+    the last run already touched. The difference is the cost of first-touch page faults. (That
+    setting is a diagnosis, not a recommendation: the process then never returns memory.)
+    """
+    out = {"cells": None, "env": REUSE_PAGES_ENV}
+    for name, extra in (("default", {}), ("reuse_pages", REUSE_PAGES_ENV)):
+        code = ("import sys, json; from benchmarks.sweep import _probe_child; "
+                "print(json.dumps(_probe_child(float(sys.argv[1]), int(sys.argv[2]))))")
+        proc = subprocess.run([sys.executable, "-c", code, repr(float(cells)), str(repeat)],
+                              stdout=subprocess.PIPE, text=True, check=True,
+                              env={**os.environ, **extra, "PYTHONPATH": os.pathsep.join(
+                                  [os.getcwd(), os.environ.get("PYTHONPATH", "")])})
+        out[name] = json.loads(proc.stdout.strip().splitlines()[-1])
+        out["cells"] = out[name]["cells"]
+    return out
+
+
+def _probe_child(cells: float, repeat: int) -> dict:
+    sc = bandjax.reference()
+    bw, bud = grid_for(cells)
+    args = core_args(sc, bw, bud)
+    n = cells_of(bw, bud)
+    figures = {"cells": n}
+    for who, fn in (("core", lambda: grid._evaluate(*args, QUANTITIES)),
+                    ("floor", lambda: _floor(args[0])),
+                    ("numpy", lambda: numpy_baseline.sweep(sc, bw, bud))):
+        t = common.measure(fn, repeat=repeat)
+        figures[who] = {"median_s": t["median_s"], "min_s": t["min_s"], "max_s": t["max_s"],
+                        "cells_per_s": n / t["median_s"]}
+    return figures
+
+
 # ------------------------------------------------------------------------------------------ disk
 
 
@@ -185,7 +235,7 @@ def disk_run(cells: float = DISK_CELLS, directory: str | None = None, chunk_B: f
              progress: bool = True) -> dict:
     """Stream a ``cells``-cell sweep to a zarr store in a fresh process; report its peak memory.
 
-    The child process's peak resident set size (``ru_maxrss``) is the figure; the store is deleted
+    The child process's peak resident set size (``VmHWM``) is the figure; the store is deleted
     afterwards. Returns wall time, s; peak RSS, B; bytes on disk; cells; chunking.
     """
     directory = tempfile.mkdtemp(prefix="bandjax-disk-", dir=directory)
@@ -211,11 +261,11 @@ def _disk_child(cells: float, path: str, chunk_B: float | None, progress: bool) 
 
     bw, bud = grid_for(cells)
     kwargs = {} if chunk_B is None else {"chunk_B": chunk_B}
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    rss_before = common.peak_rss_B()
     t0 = time.perf_counter()
     store.write(path, bandwidth=bw, budget=bud, quantities=QUANTITIES, progress=progress, **kwargs)
     wall = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = common.peak_rss_B()
     on_disk = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
     ds = store.open(path)
     n = int(ds.sizes["bandwidth"] * ds.sizes["budget"] * ds.sizes["variant"])
@@ -225,7 +275,7 @@ def _disk_child(cells: float, path: str, chunk_B: float | None, progress: bool) 
     err = float(np.nanmax(np.abs(ds["step_s"].isel(bandwidth=[i]).values - ref["step_s"].values)
                           / ref["step_s"].values))
     return {"cells": n, "wall_s": wall, "cells_per_s": n / wall, "peak_rss_B": peak,
-            "rss_after_import_B": rss_before, "bytes_on_disk": on_disk,
+            "peak_rss_before_write_B": rss_before, "bytes_on_disk": on_disk,
             "output_B": n * OUTPUT_B_PER_CELL,
             "chunk_B": store.DEFAULT_CHUNK_B if chunk_B is None else chunk_B,
             "format": "zarr v2, blosc zstd compression", "spot_check_rel_err": err}

@@ -101,6 +101,15 @@ def test_fit_exponent_recovers_a_power_law():
     assert math.isnan(common.fit_exponent([1e5], [1.0]))
 
 
+def test_peak_rss_sees_a_new_allocation():
+    before = common.peak_rss_B()
+    with open("/proc/self/statm") as f:
+        rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    block = np.ones((before - rss + 192 * 2**20) // 8)  # touched: 192 MiB above the old peak
+    assert common.peak_rss_B() - before >= 128 * 2**20
+    del block
+
+
 def test_fraction_of_bandwidth_is_copy_time_over_sweep_time():
     # 1e6 cells write 24 MB; a copy at 48 GB/s (read + write) of 24 MB takes 1 ms.
     membw = {"warm": {"Bps": 48e9}}

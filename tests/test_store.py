@@ -67,15 +67,16 @@ def test_a_failure_midway_leaves_the_old_store_untouched(tmp_path, monkeypatch):
 
 
 CHILD = """
-import resource, sys, numpy as np
+import sys, numpy as np
 from bandjax import store
+from benchmarks.common import peak_rss_B
 kw = dict(bandwidth=np.geomspace(0.1, 1000.0, 20000), budget=np.geomspace(1, 1000, 100),
           quantities=("step_s", "time_to_target_s", "energy_to_target_J"))
 store.write(sys.argv[1] + "/warm.zarr", progress=False, chunk_B=4 * 2**20,
             **{**kw, "bandwidth": kw["bandwidth"][:1000]})
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+before = peak_rss_B()
 store.write(sys.argv[1] + "/big.zarr", progress=False, chunk_B=4 * 2**20, **kw)
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before)
+print(peak_rss_B() - before)
 """
 
 
