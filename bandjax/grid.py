@@ -143,6 +143,8 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
     Returns:
       An ``xarray.Dataset``; every variable has ``attrs["units"]``. ``time_to_target_s`` is NaN
       where a variant never reaches the target or was not measured, and ``status`` says which.
+      The arrays are read-only (the jitted outputs, and broadcast views for quantities that do
+      not vary along every axis); ``ds.copy(deep=True)`` gives writable ones.
     """
     sc = reference() if scenario is None else scenario
     names = tuple(QUANTITIES if quantities is None else quantities)
