@@ -9,7 +9,7 @@ import jax as _jax
 # Byte counts of billion-parameter models and sub-microsecond terms need 64-bit floats.
 _jax.config.update("jax_enable_x64", True)
 
-from . import variants  # noqa: E402
+from . import store, variants  # noqa: E402
 from .grid import QUANTITIES, sweep  # noqa: E402
 from .metrics import evaluate, steps_to_target, time_to_target_s  # noqa: E402
 from .scenario import (  # noqa: E402
@@ -40,6 +40,7 @@ __all__ = [
     "save",
     "step_s",
     "step_terms_s",
+    "store",
     "steps_to_target",
     "sweep",
     "time_to_target_s",

@@ -69,6 +69,10 @@ def _as_list(name, values) -> tuple[list, bool]:
 
 
 def _positive(name, values, unit):
+    if set(map(type, values)) <= {float, int}:  # plain numbers (bool is a type of its own): at once
+        arr = np.asarray(values, dtype=float)
+        if np.all(arr > 0) and np.all(np.isfinite(arr)):
+            return arr.tolist()
     for x in values:
         if isinstance(x, bool) or not isinstance(x, (int, float, np.number)) or not (x > 0) or math.isinf(x):
             raise ValueError(f"{name} = {x!r}: must be a finite number > 0 {unit}".rstrip())
@@ -91,14 +95,28 @@ def _model_params(models) -> tuple[list[str], list[float]]:
     return names, params
 
 
-@partial(jax.jit, static_argnames=("names",))
-def _evaluate(sc: Scenario, steps, names: tuple[str, ...]):
+@partial(jax.jit, static_argnames=("index", "names"))
+def _evaluate(sc: Scenario, steps, index: tuple[int, ...], names: tuple[str, ...]):
+    """The requested quantities on the grid, variants picked by ``index`` (positions in IDS).
+
+    Times and energies to target are NaN where the steps are not a finite number (never reaches
+    the target, or not measured), inside the one fused pass rather than as a copy afterwards.
+    """
     out = metrics.evaluate(sc, steps)
+    ok = jnp.isfinite(steps)
+    for q in ("time_to_target_s", "energy_to_target_J"):
+        out[q] = jnp.where(ok, out[q], jnp.nan)
     out["hot_spot"] = metrics.hot_spots(out["terms_s"])
     energy = out["energy_J"]
     out["energy_per_step_J"] = jnp.concatenate([energy, jnp.sum(energy, -1, keepdims=True)], -1)
     out["module_stage_s"] = module_stages_s(sc)
-    return {k: out[k] for k in names}
+    picked = {k: out[k] for k in names}
+    if index != tuple(range(len(_v.IDS))):  # a static choice: slices, not a gather per element
+        for k in names:
+            if k != "module_stage_s":
+                axis = -2 if k in ("hot_spot", "energy_per_step_J") else -1
+                picked[k] = jnp.take(out[k], np.asarray(index), axis=axis)
+    return picked
 
 
 def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget=None,
@@ -126,6 +144,8 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
     Returns:
       An ``xarray.Dataset``; every variable has ``attrs["units"]``. ``time_to_target_s`` is NaN
       where a variant never reaches the target or was not measured, and ``status`` says which.
+      The arrays are read-only (the jitted outputs, and broadcast views for quantities that do
+      not vary along every axis); ``ds.copy(deep=True)`` gives writable ones.
     """
     sc = reference() if scenario is None else scenario
     names = tuple(QUANTITIES if quantities is None else quantities)
@@ -148,7 +168,7 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
     if bandwidth is not None:
         vals, is_dim = _as_list("bandwidth", bandwidth)
         gbps = _positive("bandwidth", vals, "GB/s")
-        add("bandwidth", (vals, is_dim), gbps, {"wan_Bps": [g * 1e9 for g in gbps]})
+        add("bandwidth", (vals, is_dim), gbps, {"wan_Bps": np.asarray(gbps) * 1e9})
     enobs = [float(sc.enob)]
     if enob is not None:
         vals, is_dim = _as_list("enob", enob)
@@ -220,7 +240,8 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
             leaves[k] = np.reshape(np.asarray(v, dtype=float), shape)
     if model is not None and "gpu_compute_s" in fields:
         raise ValueError("gpu_compute_s cannot be swept together with model (model sets it)")
-    sc = jax.tree.map(lambda x: jnp.asarray(x, dtype=float), sc.replace(**leaves))
+    # numpy leaves: jit takes them through its fast path (a jnp.asarray each costs a dispatch)
+    sc = jax.tree.map(lambda x: np.asarray(x, dtype=float), sc.replace(**leaves))
 
     # Steps to target, resolved outside jit: table (enob, basis, variant) indexed onto the grid.
     steps = np.array([[[sc.steps.lookup(vid, e, b) for vid in _v.IDS] for b in bases] for e in enobs])
@@ -237,9 +258,8 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
                       np.arange(len(_v.IDS))]
 
     jit_names = tuple(q for q in names if q not in ("steps_to_target", "status"))
-    needs = set(jit_names) | ({"time_to_target_s"} if "status" in names else set())
-    raw = _evaluate(sc, jnp.asarray(steps_arr), tuple(q for q in QUANTITIES if q in needs))
-    raw = {k: np.asarray(v) for k, v in raw.items()}
+    raw = _evaluate(sc, steps_arr, tuple(index.tolist()), jit_names)
+    raw = {k: np.asarray(v) for k, v in raw.items()}  # zero-copy views of the jitted outputs
 
     grid_shape = tuple(len(a[1]) for a in axes)
     coords: dict[str, object] = {}
@@ -250,9 +270,6 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
     if model is not None:
         coords["params"] = xr.Variable(("model",) if "model" in dims else (), np.asarray(model_params if "model" in dims else model_params[0]), _COORD_ATTRS["params"])
 
-    def take(a, axis):
-        return np.take(a, index, axis=axis) if variant_is_dim else np.take(a, index[0], axis=axis)
-
     vdims = dims + (["variant"] if variant_is_dim else [])
     if variant_is_dim:
         coords["variant"] = xr.Variable("variant", np.asarray(vids), _COORD_ATTRS["variant"])
@@ -260,25 +277,26 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
     else:
         coords["variant"] = xr.Variable((), vids[0], _COORD_ATTRS["variant"])
 
-    steps_full = np.broadcast_to(steps_arr, (*grid_shape, len(_v.IDS)))
-    status = metrics.status_of(steps_full)
+    # Quantities that do not vary along every axis come back small; broadcasting them is a view.
+    def full(a, inner=()):
+        a = np.broadcast_to(a, (*grid_shape, len(vids), *inner))
+        return a if variant_is_dim else a[(..., 0, *(slice(None) for _ in inner))]
+
+    steps_picked = np.take(steps_arr, index, axis=-1)
     data = {}
     for q in names:
         if q == "steps_to_target":
-            data[q] = (vdims, take(steps_full, -1))
+            data[q] = (vdims, full(steps_picked))
         elif q == "status":
-            data[q] = (vdims, take(status, -1))
-        elif q in ("time_to_target_s", "energy_to_target_J"):
-            value = np.where(status == metrics.OK, np.broadcast_to(raw[q], (*grid_shape, len(_v.IDS))), np.nan)
-            data[q] = (vdims, take(value, -1))
+            data[q] = (vdims, full(metrics.status_of(steps_picked)))
         elif q == "hot_spot":
-            data[q] = (vdims + ["component"], take(np.broadcast_to(raw[q], (*grid_shape, len(_v.IDS), len(COMPONENTS))), -2))
+            data[q] = (vdims + ["component"], full(raw[q], (len(COMPONENTS),)))
         elif q == "energy_per_step_J":
-            data[q] = (vdims + ["energy"], take(np.broadcast_to(raw[q], (*grid_shape, len(_v.IDS), 4)), -2))
+            data[q] = (vdims + ["energy"], full(raw[q], (len(ENERGY_COLUMNS),)))
         elif q == "module_stage_s":
             data[q] = (dims + ["stage"], np.broadcast_to(raw[q], (*grid_shape, len(STAGES))))
         else:
-            data[q] = (vdims, take(np.broadcast_to(raw[q], (*grid_shape, len(_v.IDS))), -1))
+            data[q] = (vdims, full(raw[q]))
     if "hot_spot" in names:
         coords["component"] = list(COMPONENTS)
     if "energy_per_step_J" in names:

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import variants as _v
 from .scenario import Scenario
-from .step import COMPONENTS, col, step_terms_s, traffic_B
+from .step import col, step_parts_s, sum_parts, traffic_B
 
 ENERGY_PARTS = ("compute", "network", "modules")
 
@@ -37,6 +37,20 @@ def hot_spots(terms_s):
     return terms_s / jnp.sum(terms_s, axis=-1, keepdims=True)
 
 
+def energy_parts_J(sc: Scenario, step_s) -> tuple:
+    """The columns of :func:`energy_per_step_J` as separate broadcastable arrays, in
+    :data:`ENERGY_PARTS` order (so their total needs no stacked array)."""
+    N = 2 * col(sc.workers_per_dc)
+    t = traffic_B(sc)
+    flops = sc.flops_per_param_token * sc.params * sc.tokens_per_worker
+    compute = N * (col(sc.gpu_static_W) * step_s + col(sc.gpu_J_per_FLOP * flops))
+    network = (8 * N * (t.port_B + t.qsfp_B) * col(sc.link_J_per_bit)
+               + 8 * 2 * t.wan_B * col(sc.wan_J_per_bit)) / col(sc.sync_every_H)
+    has_module = jnp.array([v.module for v in _v.VARIANTS])
+    modules = jnp.where(has_module, N * col(sc.module_W) * step_s, 0.0)
+    return compute, network, modules
+
+
 def energy_per_step_J(sc: Scenario, step_s):
     """Energy per step, shape (..., variant, part) with parts :data:`ENERGY_PARTS`, J.
 
@@ -46,15 +60,7 @@ def energy_per_step_J(sc: Scenario, step_s):
 
     Syncing every H steps divides the network bytes by H.
     """
-    N = 2 * col(sc.workers_per_dc)
-    t = traffic_B(sc)
-    flops = sc.flops_per_param_token * sc.params * sc.tokens_per_worker
-    compute = N * (col(sc.gpu_static_W) * step_s + col(sc.gpu_J_per_FLOP * flops))
-    network = (8 * N * (t.port_B + t.qsfp_B) * col(sc.link_J_per_bit)
-               + 8 * 2 * t.wan_B * col(sc.wan_J_per_bit)) / col(sc.sync_every_H)
-    has_module = jnp.array([v.module for v in _v.VARIANTS])
-    modules = jnp.where(has_module, N * col(sc.module_W) * step_s, 0.0)
-    return jnp.stack(jnp.broadcast_arrays(compute, network, modules), axis=-1)
+    return jnp.stack(jnp.broadcast_arrays(*energy_parts_J(sc, step_s)), axis=-1)
 
 
 def bytes_per_worker_B(sc: Scenario):
@@ -71,11 +77,12 @@ def evaluate(sc: Scenario, steps):
     ``comm_s``, ``time_to_target_s``, ``bytes_per_worker_B``, ``wan_B`` (..., variant),
     ``energy_J`` (..., variant, part) and ``energy_to_target_J`` (..., variant).
     """
-    terms = step_terms_s(sc)
-    step = jnp.sum(terms, axis=-1)
-    gpu = terms[..., COMPONENTS.index("gpu_compute")]
-    energy = energy_per_step_J(sc, step)
-    total = jnp.sum(energy, axis=-1)
+    parts = step_parts_s(sc)
+    step = sum_parts(parts)
+    terms = jnp.stack(jnp.broadcast_arrays(*parts), axis=-1)
+    energy = energy_parts_J(sc, step)
+    total = sum_parts(energy)
+    gpu = jnp.broadcast_to(parts[0], step.shape)
     return {
         "terms_s": terms,
         "step_s": step,
@@ -84,12 +91,12 @@ def evaluate(sc: Scenario, steps):
         "time_to_target_s": steps * step,
         "bytes_per_worker_B": bytes_per_worker_B(sc),
         "wan_B": traffic_B(sc).wan_B / col(sc.sync_every_H),
-        "energy_J": energy,
+        "energy_J": jnp.stack(jnp.broadcast_arrays(*energy), axis=-1),
         "energy_to_target_J": steps * total,
     }
 
 
 def time_to_target_s(sc: Scenario, steps):
     """Steps x step time, per variant (last axis), s. Differentiable in the scenario and steps."""
-    return steps * jnp.sum(step_terms_s(sc), axis=-1)
+    return steps * sum_parts(step_parts_s(sc))
 

@@ -7,6 +7,9 @@ the scenario's fields hold. The last axis of a per-variant result is the variant
 
 from __future__ import annotations
 
+import math
+
+import jax
 import jax.numpy as jnp
 
 from . import variants as _v
@@ -83,6 +86,25 @@ def budget_break_even_FLOPs(sc: Scenario):
     return sc.transform_flops_per_param * sc.optics_Sps
 
 
+def step_parts_s(sc: Scenario) -> tuple:
+    """The terms of :func:`step_terms_s`, one array per component in :data:`COMPONENTS` order.
+
+    Each is broadcastable to (..., variant) but not broadcast: on an outer-product grid most terms
+    depend on one axis only, so sums of these stay one fused pass over the grid instead of a
+    materialised (..., variant, component) array.
+    """
+    t = traffic_B(sc)
+    stages = module_stages_s(sc)
+    module_parts = jnp.where(binding_stage(stages), stages, 0.0)  # (..., stage)
+    has_module = jnp.array([v.module for v in _v.VARIANTS])  # (variant,)
+    fixed = jnp.stack([jnp.asarray(sc.fixed_s[v], dtype=float) for v in _v.IDS], axis=-1)
+    comm = [*(jnp.where(has_module, module_parts[..., i, None], 0.0) for i in range(len(STAGES))),
+            t.qsfp_B / col(sc.qsfp_port_Bps), t.port_B / col(sc.worker_port_Bps),
+            t.wan_B / col(sc.wan_Bps), fixed]
+    H = col(sc.sync_every_H)
+    return (col(sc.gpu_compute_s), *(c / H for c in comm))
+
+
 def step_terms_s(sc: Scenario):
     """Each variant's step split into :data:`COMPONENTS`, shape (..., variant, component), s.
 
@@ -95,25 +117,28 @@ def step_terms_s(sc: Scenario):
 
     Only the module's binding stage holds time. Syncing every H steps divides every term but c by H.
     """
-    t = traffic_B(sc)
-    stages = module_stages_s(sc)
-    module_parts = jnp.where(binding_stage(stages), stages, 0.0)  # (..., stage)
-    has_module = jnp.array([v.module for v in _v.VARIANTS])[:, None]  # (variant, 1)
-    module_parts = jnp.where(has_module, module_parts[..., None, :], 0.0)
-    fixed = jnp.stack([jnp.asarray(sc.fixed_s[v], dtype=float) for v in _v.IDS], axis=-1)
-    comm = [t.qsfp_B / col(sc.qsfp_port_Bps), t.port_B / col(sc.worker_port_Bps),
-            t.wan_B / col(sc.wan_Bps), fixed]
-    gpu = col(sc.gpu_compute_s)
-    shape = jnp.broadcast_shapes(gpu.shape, module_parts.shape[:-1], *(c.shape for c in comm))
-    H = col(col(sc.sync_every_H))
-    parts = jnp.concatenate(
-        [jnp.broadcast_to(gpu, shape)[..., None],
-         jnp.broadcast_to(module_parts, (*shape, len(STAGES))),
-         *(jnp.broadcast_to(c, shape)[..., None] for c in comm)], axis=-1)
-    is_comm = jnp.arange(len(COMPONENTS)) > 0
-    return jnp.where(is_comm, parts / H, parts)
+    return jnp.stack(jnp.broadcast_arrays(*step_parts_s(sc)), axis=-1)
+
+
+def sum_parts(parts):
+    """The sum of broadcastable arrays, left to right, at their common shape.
+
+    A part or partial sum smaller than the result is computed once, as its own array
+    (``optimization_barrier``), rather than fused into the full-size loop and recomputed there at
+    every cell: on an outer-product grid that is most of the work (divisions, the module's max).
+    """
+    shape = jnp.broadcast_shapes(*(jnp.shape(p) for p in parts))
+    size = math.prod(shape)
+
+    def once(x):
+        return jax.lax.optimization_barrier(x) if jnp.size(x) < size else x
+
+    total = once(parts[0])
+    for p in parts[1:]:
+        total = once(total + once(p))
+    return jnp.broadcast_to(total, shape)
 
 
 def step_s(sc: Scenario):
-    """Step time of every variant, shape (..., variant), s."""
-    return jnp.sum(step_terms_s(sc), axis=-1)
+    """Step time of every variant, shape (..., variant), s: the sum of :func:`step_parts_s`."""
+    return sum_parts(step_parts_s(sc))

@@ -1,0 +1,154 @@
+"""``python -m benchmarks``: every throughput figure, printed as a table and written to results.json.
+
+    python -m benchmarks                 # sweeps of 1e4 to 1e7 cells, break-even, events
+    python -m benchmarks --big           # also the 1e8-cell sweep (a few GB of memory, minutes)
+    python -m benchmarks --disk          # also stream a 1e9-cell sweep to disk (24 GB, deleted after)
+    python -m benchmarks --quick         # smoke run of seconds (CI): small sizes, same keys
+
+Sections that are not present on this checkout, or that fail, are recorded as not available with
+the reason; their figures are null, never made up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import math
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from bandjax._io import atomic_write_text
+
+from . import common
+from . import sweep as sweep_bench
+
+DEFAULT_OUT = Path(__file__).with_name("results.json")
+
+# section -> (module, figures it must provide)
+EXTERNAL = {
+    "break_even": ("benchmarks.breakeven", ("roots_per_s", "ratio_brentq")),
+    "events": ("benchmarks.events_bench", ("events_per_s", "ratio_bare_simpy")),
+}
+KEYS = {
+    "sweep": ("cells_per_s", "ratio_numpy", "ratio_python", "compile_s", "scaling_exponent",
+              "fraction_of_memory_bw"),
+    **{name: figures for name, (_, figures) in EXTERNAL.items()},
+}
+
+
+def external(name: str, quick: bool) -> dict:
+    """Run ``benchmarks.<module>.run(quick)`` if present; otherwise say why it is not available."""
+    module, figures = EXTERNAL[name]
+    missing = {k: None for k in figures}
+    if importlib.util.find_spec(module) is None:
+        return {"available": False, "reason": f"{module} is not present on this checkout", **missing}
+    try:
+        result = importlib.import_module(module).run(quick)
+    except Exception as e:  # recorded, not hidden: the other sections still run
+        traceback.print_exc()
+        return {"available": False, "reason": f"{module}.run failed: {type(e).__name__}: {e}",
+                **missing}
+    if not isinstance(result, dict):
+        return {"available": False, "reason": f"{module}.run returned {type(result).__name__}, "
+                                               "not a dict", **missing}
+    absent = [k for k in figures if k not in result]
+    out = {"available": not absent, **{k: result.get(k) for k in figures}, **result}
+    if absent:
+        out["reason"] = f"{module}.run did not report {', '.join(absent)}"
+    return out
+
+
+def _fmt(x, unit="", digits=3) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    return f"{x:.{digits}g}{unit}"
+
+
+def table(results: dict) -> str:
+    s = results["sweep"]
+    lines = ["", "Dense sweep (a cell = one variant at one grid point; cells/s, median of "
+             f"{common.MIN_REPEAT}; ratios = bandjax.sweep's rate / baseline's rate)", "",
+             f"{'cells':>10} {'sweep':>10} {'core':>10} {'numpy':>10} {'python':>10} "
+             f"{'x numpy':>8} {'x python':>9} {'compile s':>9}"]
+    for r in s["sizes"]:
+        lines.append(f"{r['cells']:>10.3g} {r['sweep']['cells_per_s']:>10.3g} "
+                     f"{r['core']['cells_per_s']:>10.3g} {r['numpy']['cells_per_s']:>10.3g} "
+                     f"{r['python']['cells_per_s']:>10.3g} {r['sweep']['ratio_numpy']:>8.3g} "
+                     f"{r['sweep']['ratio_python']:>9.3g} {r['sweep']['compile_s']:>9.3g}")
+    mb = s["memory_bw"]
+    lines += ["",
+              f"cost curve exponent (from {s['fit_from_cells']:.3g} cells up): sweep {_fmt(s['scaling_exponent'])}, "
+              f"core {_fmt(s['core']['scaling_exponent'])}",
+              f"memory bandwidth (numpy copy, read + write): warm {mb['warm']['Bps'] / 1e9:.3g} GB/s, "
+              f"fresh pages {mb['fresh']['Bps'] / 1e9:.3g} GB/s",
+              f"at {s['headline_cells']:.3g} cells: sweep {_fmt(100 * s['fraction_of_memory_bw'], '%')} "
+              f"of memory bandwidth, core {_fmt(100 * s['core']['fraction_of_memory_bw'], '%')}"]
+    pf = s.get("page_faults")
+    if pf:
+        d, r = pf["default"], pf["reuse_pages"]
+        lines.append(f"page faults at {pf['cells']:.3g} cells (median ms, as run / pages reused): "
+                     + ", ".join(f"{w} {1e3 * d[w]['median_s']:.0f} / {1e3 * r[w]['median_s']:.0f}"
+                                 for w in ("core", "floor", "numpy")))
+    for name in EXTERNAL:
+        sec = results[name]
+        figs = ", ".join(f"{k} {_fmt(sec.get(k))}" for k in KEYS[name])
+        lines.append(f"{name}: {figs}" if sec.get("available") else
+                     f"{name}: not available ({sec.get('reason')})")
+    d = results.get("disk")
+    if d and d.get("available"):
+        lines.append(f"disk: {d['cells']:.3g} cells in {d['wall_s']:.1f} s, peak RSS "
+                     f"{d['peak_rss_B'] / 2**30:.2f} GiB, {d['bytes_on_disk'] / 1e9:.1f} GB on disk")
+    elif d:
+        lines.append(f"disk: not run ({d.get('reason')})")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="smoke run of seconds (CI)")
+    p.add_argument("--big", action="store_true", help="add the 1e8-cell sweep (about 8 GB of memory)")
+    p.add_argument("--disk", action="store_true",
+                   help="stream a 1e9-cell sweep to a zarr store (about 12 GB on disk, deleted after)")
+    p.add_argument("--disk-cells", type=float, default=sweep_bench.DISK_CELLS,
+                   help="cells of the disk sweep (default 1e9)")
+    p.add_argument("--disk-dir", default=None, help="folder for the disk sweep (default: the temp folder)")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results file (JSON)")
+    args = p.parse_args(argv)
+    if args.disk_cells <= 0:
+        p.error(f"--disk-cells = {args.disk_cells}: must be > 0")
+
+    t0 = time.perf_counter()
+    results = {"quick": args.quick, "machine": common.machine(),
+               "note": "timings on a shared machine are noisy; see BENCHMARKS.md"}
+    results["sweep"] = sweep_bench.run(quick=args.quick, big=args.big)
+    for name in EXTERNAL:
+        print(f"  {name} ...", file=sys.stderr, flush=True)
+        results[name] = external(name, args.quick)
+    if args.disk:
+        results["disk"] = {"available": True, **sweep_bench.disk_run(args.disk_cells, args.disk_dir)}
+    else:
+        results["disk"] = {"available": False, "reason": "not run: pass --disk"}
+    results["wall_s"] = time.perf_counter() - t0
+    atomic_write_text(args.out, json.dumps(finite(results), indent=1, allow_nan=False, default=str) + "\n")
+    print(table(results))
+    print(f"\nwrote {args.out}")
+    return 0
+
+
+def finite(x):
+    """``x`` with every NaN or infinite float as None, so the file is valid JSON."""
+    if isinstance(x, dict):
+        return {k: finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [finite(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+if __name__ == "__main__":
+    sys.exit(main())

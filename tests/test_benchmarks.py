@@ -1,0 +1,178 @@
+"""The benchmark baselines compute what bandjax computes, and the quick run writes every figure.
+
+No timing is asserted: shared machines are noisy. What is asserted is that the comparison is
+honest (the baselines agree with bandjax to 1e-12 relative) and that the results file is complete.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bandjax
+from bandjax import variants as _v
+from benchmarks import __main__ as bench_main
+from benchmarks import common, numpy_baseline, scalar_baseline
+from benchmarks import sweep as sweep_bench
+
+ROOT = Path(__file__).resolve().parents[1]
+RTOL = 1e-12
+BW = np.geomspace(0.1, 1000.0, 23)
+BUDGET = np.array([1.0, 10.0, 99.0, 140.0, 500.0, np.inf])
+
+SCENARIOS = {
+    "reference": bandjax.reference(),
+    "H=4, n=1": bandjax.reference().replace(sync_every_H=4.0, workers_per_dc=1.0),
+    "llama3-8b": bandjax.reference().at_model_size(bandjax.PRESETS["llama3-8b"]),
+    "enob 6 (never)": bandjax.reference().replace(enob=6.0),
+    "other hardware": bandjax.reference().replace(qsfp_port_Bps=50e9, optics_Sps=1e9, fpga_Bps=5e9,
+                                                  module_W=20.0, workers_per_dc=16.0),
+}
+
+
+def _bandjax(sc, basis="hypothesis"):
+    ds = bandjax.sweep(sc, bandwidth=BW, budget=BUDGET, basis=basis,
+                       quantities=numpy_baseline.QUANTITIES)
+    return {q: ds[q].values for q in numpy_baseline.QUANTITIES}
+
+
+def _assert_close(actual, expected, what):
+    actual, expected = np.asarray(actual, float), np.asarray(expected, float)
+    assert actual.shape == expected.shape, what
+    np.testing.assert_array_equal(np.isnan(actual), np.isnan(expected), err_msg=what)
+    ok = ~np.isnan(expected)
+    np.testing.assert_allclose(actual[ok], expected[ok], rtol=RTOL, atol=0, err_msg=what)
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+@pytest.mark.parametrize("basis", bandjax.BASES)
+def test_numpy_baseline_agrees_with_bandjax(name, basis):
+    sc = SCENARIOS[name]
+    expected = _bandjax(sc, basis)
+    got = numpy_baseline.sweep(sc, BW, BUDGET, basis)
+    for q in numpy_baseline.QUANTITIES:
+        _assert_close(got[q], expected[q], f"{name} {basis} {q}")
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_scalar_baseline_agrees_with_bandjax(name):
+    sc = SCENARIOS[name]
+    expected = _bandjax(sc)
+    cells = [(i, j, v) for i in range(0, len(BW), 5) for j in range(len(BUDGET))
+             for v in range(len(_v.IDS))]
+    got = np.array(scalar_baseline.sweep_cells(sc, BW, BUDGET, cells))
+    for k, q in enumerate(numpy_baseline.QUANTITIES):
+        want = np.array([expected[q][i, j, v] for i, j, v in cells])
+        _assert_close(got[:, k], want, f"{name} {q}")
+
+
+def test_reference_figures_through_the_baseline():
+    # model.md section 12: AdamW step 4.075 ms and C 1.443 ms at 100 GbE (12.5 GB/s), [free].
+    out = numpy_baseline.sweep(bandjax.reference(), [12.5], [np.inf])
+    assert out["step_s"][0, 0, _v.IDS.index("adamw")] == pytest.approx(4.075e-3, abs=0.5e-6)
+    assert out["step_s"][0, 0, _v.IDS.index("band_gpu")] == pytest.approx(1.443e-3, abs=0.5e-6)
+    assert out["time_to_target_s"][0, 0, _v.IDS.index("adamw")] == pytest.approx(1.63, abs=0.005)
+
+
+def test_dense_grid_sizes():
+    for cells in (1e4, 1e5, 1e6, 1e7, 1e8, 1e9):
+        bw, bud = sweep_bench.grid_for(cells)
+        assert sweep_bench.cells_of(bw, bud) == pytest.approx(cells, rel=0.01)
+
+
+def test_measure_needs_five_runs_and_reports_spread():
+    with pytest.raises(ValueError, match="repeat = 3"):
+        common.measure(lambda: None, repeat=3)
+    t = common.measure(lambda: sum(range(1000)), repeat=5)
+    assert t["n"] == 5 and len(t["runs_s"]) == 5
+    assert t["min_s"] <= t["median_s"] <= t["max_s"]
+    assert t["median_s"] == pytest.approx(float(np.median(t["runs_s"])), rel=0, abs=0)
+
+
+def test_fit_exponent_recovers_a_power_law():
+    cells = np.array([1e5, 1e6, 1e7, 1e8])
+    assert common.fit_exponent(cells, 3e-9 * cells) == pytest.approx(1.0, abs=1e-12)
+    assert common.fit_exponent(cells, 1e-12 * cells**1.5) == pytest.approx(1.5, abs=1e-12)
+    assert math.isnan(common.fit_exponent([1e5], [1.0]))
+
+
+def test_peak_rss_sees_a_new_allocation():
+    before = common.peak_rss_B()
+    with open("/proc/self/statm") as f:
+        rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    block = np.ones((before - rss + 192 * 2**20) // 8)  # touched: 192 MiB above the old peak
+    assert common.peak_rss_B() - before >= 128 * 2**20
+    del block
+
+
+def test_fraction_of_bandwidth_is_copy_time_over_sweep_time():
+    # 1e6 cells write 24 MB; a copy at 48 GB/s (read + write) of 24 MB takes 1 ms.
+    membw = {"warm": {"Bps": 48e9}}
+    assert sweep_bench.fraction_of_bw(1_000_000, 4e-3, membw) == pytest.approx(0.25, rel=1e-12)
+
+
+def test_missing_section_is_recorded_not_faked(monkeypatch):
+    monkeypatch.setitem(bench_main.EXTERNAL, "break_even", ("benchmarks.no_such_module",
+                                                            ("roots_per_s", "ratio_brentq")))
+    out = bench_main.external("break_even", quick=True)
+    assert out["available"] is False
+    assert "benchmarks.no_such_module is not present" in out["reason"]
+    assert out["roots_per_s"] is None and out["ratio_brentq"] is None
+
+
+def test_present_section_is_nested(monkeypatch, tmp_path):
+    (tmp_path / "fake_section_ok.py").write_text(
+        "def run(quick):\n    return {'roots_per_s': 123.0, 'ratio_brentq': 4.5, 'extra': quick}\n")
+    (tmp_path / "fake_section_bad.py").write_text(
+        "def run(quick):\n    raise RuntimeError('solver diverged')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(bench_main.EXTERNAL, "break_even",
+                        ("fake_section_ok", ("roots_per_s", "ratio_brentq")))
+    out = bench_main.external("break_even", quick=True)
+    assert out["available"] is True
+    assert out["roots_per_s"] == 123.0 and out["ratio_brentq"] == 4.5 and out["extra"] is True
+    monkeypatch.setitem(bench_main.EXTERNAL, "events",
+                        ("fake_section_bad", ("events_per_s", "ratio_bare_simpy")))
+    out = bench_main.external("events", quick=True)
+    assert out["available"] is False and "solver diverged" in out["reason"]
+    assert out["events_per_s"] is None
+
+
+def test_finite_makes_valid_json():
+    out = bench_main.finite({"a": [1.0, math.nan], "b": {"c": math.inf}, "d": "x"})
+    assert out == {"a": [1.0, None], "b": {"c": None}, "d": "x"}
+
+
+def test_quick_run_writes_every_key(tmp_path):
+    out = tmp_path / "results.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--out", str(out)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(out.read_text())  # strict JSON: no NaN or Infinity tokens
+    sweep = results["sweep"]
+    for key in ("cells_per_s", "ratio_numpy", "ratio_python", "compile_s"):
+        assert isinstance(sweep[key], float) and sweep[key] > 0, key
+    assert isinstance(sweep["scaling_exponent"], float) and math.isfinite(sweep["scaling_exponent"])
+    assert isinstance(sweep["fraction_of_memory_bw"], float) and sweep["fraction_of_memory_bw"] > 0
+    for size in sweep["sizes"]:
+        for who in ("sweep", "core", "floor", "numpy", "python"):
+            t = size[who]
+            assert t["n"] >= 5 and t["min_s"] <= t["median_s"] <= t["max_s"], who
+    for section, keys in (("break_even", ("roots_per_s", "ratio_brentq")),
+                          ("events", ("events_per_s", "ratio_bare_simpy"))):
+        sec = results[section]
+        assert isinstance(sec["available"], bool)
+        for key in keys:
+            assert key in sec
+            if sec["available"]:
+                assert isinstance(sec[key], (int, float)) and sec[key] > 0, (section, key)
+            else:
+                assert sec[key] is None and isinstance(sec["reason"], str) and sec["reason"]
+    assert results["disk"]["available"] is False
+    assert "Dense sweep" in proc.stdout
