@@ -56,13 +56,22 @@ def external(name: str, quick: bool) -> dict:
         return {"available": False, "reason": f"{module}.run returned {type(result).__name__}, "
                                                "not a dict", **missing}
     absent = [k for k in figures if k not in result]
-    out = {"available": not absent, **{k: result.get(k) for k in figures}, **result}
+    out = {"available": not absent, **result}
+    for k in figures:
+        # a figure given with its spread ({median, min, max, ...}) is reported as its median,
+        # the spread beside it
+        if isinstance(out.get(k), dict) and "median" in out[k]:
+            out[f"{k}_stats"] = out[k]
+            out[k] = out[k]["median"]
+        out.setdefault(k, None)
     if absent:
         out["reason"] = f"{module}.run did not report {', '.join(absent)}"
     return out
 
 
 def _fmt(x, unit="", digits=3) -> str:
+    if isinstance(x, dict) and "median" in x:  # a figure with its spread: show the median
+        x = x["median"]
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "n/a"
     return f"{x:.{digits}g}{unit}"
