@@ -15,6 +15,7 @@ from .units import ScenarioError
 # module path -> its register_cli(subparsers) adds one or more subcommands
 COMMANDS = (
     "bandjax.report.cli",
+    "bandjax.report.breakeven",
 )
 
 

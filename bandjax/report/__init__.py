@@ -22,6 +22,7 @@ from ..scenario import Scenario, reference
 
 SECTIONS = (
     "bandjax.report.core",
+    "bandjax.report.breakeven",
 )
 
 SCHEMA_VERSION = 1
