@@ -75,9 +75,10 @@ def _validate_range(lo, hi, grid: int, max_roots: int) -> None:
     lo, hi = _concrete(lo), _concrete(hi)  # None under jit: checked by the caller instead
     for name, v in (("lo", lo), ("hi", hi)):
         if v is not None and not np.all(np.isfinite(v) & (v > 0)):
-            raise ValueError(f"{name} = {v!r}: the range is searched in log x; must be finite and > 0")
+            raise ValueError(f"{name} = {v.tolist()!r}: the range is searched in log x; must be "
+                             "finite and > 0")
     if lo is not None and hi is not None and not np.all(lo < hi):
-        raise ValueError(f"range lo = {lo!r}, hi = {hi!r}: must have lo < hi")
+        raise ValueError(f"range lo = {lo.tolist()!r}, hi = {hi.tolist()!r}: must have lo < hi")
 
 
 def _concrete(v):
