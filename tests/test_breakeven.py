@@ -166,7 +166,8 @@ def wiggly(x, theta):
 
 def test_every_crossing_of_a_curve_pair_that_crosses_many_times():
     theta = (jnp.asarray(0.2), jnp.asarray(1e9))
-    c = roots.time_crossings(lambda x, th: jnp.ones_like(x), wiggly, theta, LO, HI, max_roots=10)
+    c = jax.jit(lambda th: roots.time_crossings(lambda x, _: jnp.ones_like(x), wiggly, th, LO, HI,
+                                                max_roots=10))(theta)
     # 3 log(x / 1e9) = k pi with log(x / 1e9) in [log 0.1, log 1000] = [-2.30, 6.91]: k = -2 .. 6
     k = np.arange(-2, 7)
     expected = 1e9 * np.exp(k * np.pi / 3)
@@ -195,10 +196,10 @@ def test_multi_root_search_is_vectorised_and_differentiable():
         return roots.time_crossings(lambda x, th: jnp.ones_like(x), wiggly, (amp, x0), LO, HI,
                                     max_roots=10).x[..., 0]
 
-    x = first_crossing(x0)
+    x = jax.jit(first_crossing)(x0)
     np.testing.assert_allclose(x, x0 * np.exp(np.floor(3 * np.log(LO / x0) / np.pi + 1) * np.pi / 3), rtol=1e-13)
     # Each crossing scales with x0: dx/dx0 = x / x0.
-    grad = jax.jacfwd(first_crossing)(x0)
+    grad = jax.jit(jax.jacfwd(first_crossing))(x0)
     np.testing.assert_allclose(np.diag(grad), x / x0, rtol=1e-10)
 
 
