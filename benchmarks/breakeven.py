@@ -4,7 +4,8 @@ The problems: every pair of variants (E' on both of its bases: 20 pairs of curve
 of a scenario grid (model size x workers per DC x module port x optics rate x budget), at least
 1e5 pairs of curves in the full run. Each is searched over 0.1 to 1,000 GB/s.
 
-Figures (each the median of ``repeats`` runs, with min and max):
+Figures (each the median of ``repeats`` runs, with min and max; in each run the jitted calls are
+timed back to back, 5 of them (2 in the quick run), like the brentq loop over its sample):
 
 - ``roots_per_s``: crossings found per second by :func:`bandjax.breakeven.bandwidth_crossings`
   (one jitted call, from the scenario grid to the roots; compile time excluded, reported apart);
@@ -139,15 +140,18 @@ def _stats(values) -> dict:
             "runs": len(values)}
 
 
-def _timed(fn, *args):
+def _timed(fn, *args, calls: int = 1):
+    """Seconds per call, averaged over ``calls`` back-to-back calls."""
     start = time.perf_counter()
-    jax.block_until_ready(fn(*args))
-    return time.perf_counter() - start
+    for _ in range(calls):
+        jax.block_until_ready(fn(*args))
+    return (time.perf_counter() - start) / calls
 
 
 def run(quick: bool = False) -> dict:
     """Measure; JSON-ready figures (medians of >= 5 runs with min and max)."""
     repeats = 5 if quick else 7
+    calls = 2 if quick else 5  # per run, so a run spans about as long as the brentq loop
     grid, ia, ib, na, nb, pairs = problems(quick)
     compile_solve_s = _timed(_solve, grid, ia, ib, na, nb)
     compile_grad_s = _timed(_grad, grid, na, nb, ia, ib)
@@ -165,8 +169,8 @@ def run(quick: bool = False) -> dict:
 
     roots_per_s, pairs_per_s, ratio, grad_ratio, brentq_rate, cf_rate, cf_ratio = ([] for _ in range(7))
     for _ in range(repeats):
-        solve_s = _timed(_solve, grid, ia, ib, na, nb)
-        grad_s = _timed(_grad, grid, na, nb, ia, ib)
+        solve_s = _timed(_solve, grid, ia, ib, na, nb, calls=calls)
+        grad_s = _timed(_grad, grid, na, nb, ia, ib, calls=calls)
         rate, brentq_x = _brentq_roots_per_s(coeffs)
         roots_per_s.append(n_roots / solve_s)
         pairs_per_s.append(n_pairs / solve_s)
@@ -174,7 +178,7 @@ def run(quick: bool = False) -> dict:
         ratio.append(roots_per_s[-1] / rate)
         grad_ratio.append(grad_s / solve_s)
     for _ in range(repeats):
-        solve_s = _timed(_solve, grid, ia, ib, na, nb)
+        solve_s = _timed(_solve, grid, ia, ib, na, nb, calls=calls)
         cf = _brentq_closed_form_roots_per_s(grid, cf_sample, ia, ib, na, nb)
         cf_rate.append(cf)
         cf_ratio.append((n_roots / solve_s) / cf)

@@ -282,7 +282,8 @@ def _print_enob(sc, a, b, basis, lo, hi) -> None:
     hi = hi or be.BANDWIDTH_RANGE_GBps[1] * 1e9
     grid = sorted({*(g for g in ENOB_GRID_GBps if lo / 1e9 <= g <= hi / 1e9)})
     lowest = be.enob_break_even(sc, a, b, grid, basis=basis)
-    print(f"{_short(a)} ({a}) vs {_short(b)} ({b}), {basis} basis: {BASIS_NOTE[basis if 'band_switch' in (a, b) else None]}")
+    note = f"{basis} basis: {BASIS_NOTE[basis]}" if "band_switch" in (a, b) else BASIS_NOTE[None]
+    print(f"{_short(a)} ({a}) vs {_short(b)} ({b}), {note}")
     print("  lowest measured ENOB at which it still wins (measured: "
           f"{', '.join(str(e) for e in sc.steps.measured_enobs(sc.steps.hypothesis_from if a == 'band_switch' else a))}):")
     for g, e in zip(grid, lowest):
@@ -290,9 +291,10 @@ def _print_enob(sc, a, b, basis, lo, hi) -> None:
 
 
 def _header(sc, r: be.BreakEven, basis) -> None:
-    note = BASIS_NOTE[basis if "band_switch" in (r.a, r.b) else None]
+    has_switch = "band_switch" in (r.a, r.b)
+    note = f"{basis} basis: {BASIS_NOTE[basis]}" if has_switch else BASIS_NOTE[None]
     steps = f"steps to target {r.steps_a:g} vs {r.steps_b:g}"
-    print(f"{_short(r.a)} ({r.a}) vs {_short(r.b)} ({r.b}), {basis} basis: {note}; {steps}; "
+    print(f"{_short(r.a)} ({r.a}) vs {_short(r.b)} ({r.b}), {note}; {steps}; "
           f"module budget [{_budget_label(sc)}]; d calibrated; target loss {sc.steps.target_loss:g}")
 
 
