@@ -10,8 +10,11 @@ import jax as _jax
 _jax.config.update("jax_enable_x64", True)
 
 from . import store, variants  # noqa: E402
+from .breakeven import break_even, budget_break_even, enob_break_even  # noqa: E402
 from .grid import QUANTITIES, sweep  # noqa: E402
+from .inverse import smallest_change  # noqa: E402
 from .metrics import evaluate, steps_to_target, time_to_target_s  # noqa: E402
+from .roots import find_crossings  # noqa: E402
 from .scenario import (  # noqa: E402
     BASES,
     PRESETS,
@@ -22,6 +25,7 @@ from .scenario import (  # noqa: E402
     reference,
     save,
 )
+from .sensitivity import elasticities  # noqa: E402
 from .step import COMPONENTS, STAGES, module_stages_s, step_s, step_terms_s  # noqa: E402
 
 __all__ = [
@@ -33,11 +37,17 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "Steps",
+    "break_even",
+    "budget_break_even",
+    "elasticities",
+    "enob_break_even",
     "evaluate",
+    "find_crossings",
     "load",
     "module_stages_s",
     "reference",
     "save",
+    "smallest_change",
     "step_s",
     "step_terms_s",
     "store",

@@ -17,6 +17,7 @@ COMMANDS = (
     "bandjax.report.cli",
     "bandjax.report.explorer",
     "bandjax.report.shared_wan",
+    "bandjax.report.breakeven",
 )
 
 

@@ -22,6 +22,7 @@ from ..scenario import Scenario, reference
 
 SECTIONS = (
     "bandjax.report.core",
+    "bandjax.report.breakeven",
     "bandjax.report.shared_wan",
     "bandjax.report.figures",  # last: it draws every earlier section's results
 )

@@ -1,0 +1,420 @@
+"""Break-evens of pairs of variants (model.md section 10): bandwidth, budget and ENOB.
+
+A pair (a, b) breaks even where both reach the target loss in the same time. The residual is
+
+    r(x) = log T_a(x) - log T_b(x),     T_v = steps_v x step_v,
+
+with x the swept parameter; r < 0 means a is faster. :func:`bandjax.roots.find_crossings` finds every
+sign change of r over a range, for a whole grid of scenarios and pairs in one jitted call, and makes
+the crossings differentiable (implicit function theorem).
+
+Over the WAN bandwidth B the closed forms of :mod:`bandjax.step` are affine in 1/B (every WAN term is
+bytes / B), so each variant's time is evaluated once per grid point and the search runs on
+
+    T_v(B) = steps_v (R_v + V_v / B),   R_v = step_v - wan_v,  V_v = wan_v x B0
+
+where step_v and wan_v (its WAN term) come from :func:`bandjax.step.step_terms_s` at the scenario's
+own bandwidth B0. This equals ``step_s(sc.replace(wan_Bps=B))`` to rounding (tested) and costs a few
+flops per evaluation. Over any other parameter (budget, a rate, the fixed time, the steps) the
+closed forms are re-evaluated at each trial value (:func:`field_crossings`).
+
+Which steps E' takes is the basis (``"hypothesis"``: E's steps; ``"exact"``: the exact band's); for
+pairs without E' both bases give the same answer.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import roots as _roots
+from . import variants as _v
+from .metrics import time_to_target_s
+from .roots import A_WINS, B_WINS, CROSSES, NEITHER, NOT_AVAILABLE, STATUS_NAMES, TIE, Crossings
+from .scenario import BASES, FIELDS, Scenario
+from .step import COMPONENTS, STAGES, budget_break_even_FLOPs, module_stages_s, step_s, step_terms_s
+
+BANDWIDTH_RANGE_GBps = (0.1, 1000.0)  # model.md section 2: the swept range
+BUDGET_RANGE_GFLOPs = (1.0, 10_000.0)
+GRID = 32
+MAX_ROOTS = 1  # break_even re-runs with more where a point has more crossings
+# Parameters a crossing can be searched over or differentiated against, besides the numeric
+# scenario fields: the fixed time of a variant ("fixed_s.<id>") and the steps of a or b.
+STEPS_PARAMETERS = ("steps_a", "steps_b")
+OVER = {"bandwidth": "wan_Bps", "budget": "budget_FLOPs"}
+_WAN = COMPONENTS.index("wan")
+
+__all__ = [
+    "A_WINS", "B_WINS", "BANDWIDTH_RANGE_GBps", "BreakEven", "CROSSES", "Crossings", "NEITHER",
+    "NOT_AVAILABLE", "STATUS_NAMES", "TIE", "bandwidth_crossings", "break_even",
+    "budget_break_even", "describe", "enob_break_even", "field_crossings", "pair_steps", "parameter_names",
+    "resolve_variant", "with_parameter",
+]
+
+
+# --------------------------------------------------------------------------- names and steps
+
+
+def resolve_variant(name: str) -> str:
+    """A variant id from its id or its short label (``"E'"``, ``"C"``, ``"AdamW"``), any case."""
+    for v in _v.VARIANTS:
+        if name == v.id or name.lower() in (v.id.lower(), v.short.lower()):
+            return v.id
+    allowed = ", ".join(f"{v.id} ({v.short})" for v in _v.VARIANTS)
+    raise ValueError(f"variant = {name!r} is not known; allowed: {allowed}")
+
+
+PARAMETERS = (*FIELDS, *(f"fixed_s.{v}" for v in _v.IDS), *STEPS_PARAMETERS)
+
+
+def parameter_names(a: str, b: str) -> tuple[str, ...]:
+    """Everything the times of a and b depend on: numeric scenario fields, their fixed times, steps."""
+    return (*FIELDS, f"fixed_s.{a}", f"fixed_s.{b}", *STEPS_PARAMETERS)
+
+
+def _check_parameter(name: str) -> None:
+    if name in PARAMETERS:
+        return
+    raise ValueError(f"parameter = {name!r} is not known; allowed: a scenario field "
+                     f"({', '.join(FIELDS)}), fixed_s.<variant id>, {', '.join(STEPS_PARAMETERS)}")
+
+
+def with_parameter(theta, name: str, value):
+    """(sc, steps_a, steps_b) with parameter ``name`` set to ``value`` (traceable)."""
+    sc, steps_a, steps_b = theta
+    if name == "steps_a":
+        return sc, value, steps_b
+    if name == "steps_b":
+        return sc, steps_a, value
+    if name.startswith("fixed_s."):
+        return sc.replace(fixed_s={**sc.fixed_s, name.split(".", 1)[1]: value}), steps_a, steps_b
+    return sc.replace(**{name: value}), steps_a, steps_b
+
+
+def get_parameter(theta, name: str):
+    sc, steps_a, steps_b = theta
+    if name == "steps_a":
+        return steps_a
+    if name == "steps_b":
+        return steps_b
+    if name.startswith("fixed_s."):
+        return sc.fixed_s[name.split(".", 1)[1]]
+    return getattr(sc, name)
+
+
+def pair_steps(sc: Scenario, a: str, b: str, basis: str, enob=None) -> tuple[np.ndarray, np.ndarray]:
+    """Steps to target of a and b (inf = never, NaN = not measured), resolved outside jit, over the
+    shape of the scenario's ENOB (or of ``enob``)."""
+    if basis not in BASES:
+        raise ValueError(f"basis = {basis!r} is not known; allowed: {', '.join(BASES)}")
+    enob = np.asarray(sc.enob if enob is None else enob, dtype=float)
+    look = np.vectorize(lambda vid, e: sc.steps.lookup(vid, float(e), basis), otypes=[float])
+    return look(a, enob), look(b, enob)
+
+
+def _pick(x, index):
+    """x[..., index] with ``index`` an integer array broadcasting against x's leading axes."""
+    index = jnp.asarray(index)
+    batch = jnp.broadcast_shapes(x.shape[:-1], index.shape)
+    # On a flat batch: high-rank broadcasting is many times slower on CPU.
+    flat = jnp.broadcast_to(x, (*batch, x.shape[-1])).reshape(-1, x.shape[-1])
+    i = jnp.broadcast_to(index, batch).reshape(-1, 1)
+    return jnp.sum(jnp.where(jnp.arange(x.shape[-1]) == i, flat, 0.0), axis=-1).reshape(batch)
+
+
+# --------------------------------------------------------------------------- the searches
+
+
+def _bandwidth_residual(B, theta):
+    ratio, R_a, V_a, R_b, V_b = theta
+    # T_a / T_b - 1: no logarithm, as these evaluations are most of the search's cost.
+    return ratio * (R_a * B + V_a) / (R_b * B + V_b) - 1.0
+
+
+@partial(jax.jit, static_argnames=("grid", "max_roots"))
+def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, *,
+                        grid: int = GRID, max_roots: int = MAX_ROOTS) -> Crossings:
+    """Where variants ``ia`` and ``ib`` reach the target equally fast, over WAN bandwidth (B/s).
+
+        r(B) = n_a (R_a + V_a/B) / (n_b (R_b + V_b/B)) - 1,   R = step - WAN term,  V = WAN term x B0
+
+    Where a variant never reaches the target (steps inf) or was not measured (NaN) there is no
+    crossing; the status says who wins throughout or why there is no answer.
+
+    Args:
+      sc: the scenario; any numeric field may be an array (a grid), broadcasting with the rest.
+      ia, ib: integer arrays of variant indices into :data:`bandjax.variants.IDS` (pairs as a
+        grid dimension, broadcasting with the scenario's fields).
+      steps_a, steps_b: steps to target of a and b, broadcasting likewise.
+      lo_Bps, hi_Bps: the searched range, B/s.
+
+    Returns:
+      :class:`bandjax.roots.Crossings` with ``x`` in B/s; differentiable in ``sc`` and the steps.
+    """
+    terms = step_terms_s(sc)  # (..., variant, component)
+    step = jnp.sum(terms, axis=-1)
+    wan = terms[..., _WAN]
+    B0 = jnp.asarray(sc.wan_Bps)[..., None]
+    R, V = step - wan, wan * B0
+    steps_a, steps_b = jnp.asarray(steps_a, dtype=float), jnp.asarray(steps_b, dtype=float)
+    measured = jnp.isfinite(steps_a) & jnp.isfinite(steps_b)
+    # Unmeasured or "never" steps are set aside before the search (and their statuses after it),
+    # so nothing infinite enters the residual or its derivatives.
+    ratio = jnp.where(measured, steps_a, 1.0) / jnp.where(measured, steps_b, 1.0)
+    theta = (ratio, _pick(R, ia), _pick(V, ia), _pick(R, ib), _pick(V, ib))
+    c = _roots.find_crossings(_bandwidth_residual, theta, lo_Bps, hi_Bps, grid=grid,
+                              max_roots=max_roots)
+    return _set_aside(c, steps_a, steps_b)
+
+
+def _set_aside(c: Crossings, steps_a, steps_b) -> Crossings:
+    """No crossings where a step count is not a number: who wins throughout, or why no answer."""
+    never_a, never_b = jnp.isposinf(steps_a), jnp.isposinf(steps_b)
+    missing = jnp.isnan(steps_a) | jnp.isnan(steps_b)
+    measured = ~(never_a | never_b | missing)
+    status = jnp.select([measured, missing, never_a & never_b, never_a], [c.status, NOT_AVAILABLE,
+                        NEITHER, B_WINS], A_WINS).astype(jnp.int8)
+    shape = jnp.broadcast_shapes(status.shape, c.count.shape)
+    keep = measured[..., None]
+    return Crossings(
+        x=jnp.where(keep, c.x, jnp.nan),
+        count=jnp.broadcast_to(jnp.where(measured, c.count, 0), shape),
+        a_wins_below=jnp.where(keep, c.a_wins_below, False),
+        status=jnp.broadcast_to(status, shape),
+        residual=jnp.where(keep, c.residual, jnp.nan),
+    )
+
+
+def field_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo, hi, *, field: str,
+                    grid: int = GRID, max_roots: int = MAX_ROOTS) -> Crossings:
+    """Where ``ia`` and ``ib`` reach the target equally fast, over one parameter ``field``.
+
+        r(x) = log(n_a step_a(sc with field = x)) - log(n_b step_b(sc with field = x))
+
+    ``field`` is a name of :data:`PARAMETERS`; ``lo``/``hi`` in its SI units. Other arguments as
+    in :func:`bandwidth_crossings`. Every field shares one compiled search (the field is an index).
+    """
+    _check_parameter(field)
+    return _field_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, PARAMETERS.index(field),
+                            grid=grid, max_roots=max_roots)
+
+
+def with_parameter_at(theta, k, value):
+    """theta with parameter number ``k`` of :data:`PARAMETERS` (a traced integer) set to ``value``."""
+    for j, name in enumerate(PARAMETERS):
+        theta = with_parameter(theta, name, jnp.where(k == j, value, get_parameter(theta, name)))
+    return theta
+
+
+@partial(jax.jit, static_argnames=("grid", "max_roots"))
+def _field_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, k, *, grid, max_roots):
+    steps_a, steps_b = jnp.asarray(steps_a, dtype=float), jnp.asarray(steps_b, dtype=float)
+    # The searched steps are a variable, not a table entry: only the other side's can be missing.
+    steps_a = jnp.where(k == PARAMETERS.index("steps_a"), 1.0, steps_a)
+    steps_b = jnp.where(k == PARAMETERS.index("steps_b"), 1.0, steps_b)
+    measured = jnp.isfinite(steps_a) & jnp.isfinite(steps_b)
+    safe = lambda n: jnp.where(measured, n, 1.0)  # noqa: E731
+
+    def residual(x, theta):
+        pair, rest = theta[:2], theta[2:]
+        sc_x, na, nb = with_parameter_at(rest, k, x)
+        s = step_s(sc_x)
+        return jnp.log(na * _pick(s, pair[0])) - jnp.log(nb * _pick(s, pair[1]))
+
+    # The pair's indices travel in theta, so they are flattened with the batch.
+    theta = (ia, ib, sc, safe(steps_a), safe(steps_b))
+    c = _roots.find_crossings(residual, theta, lo, hi, grid=grid, max_roots=max_roots)
+    return _set_aside(c, steps_a, steps_b)
+
+
+# --------------------------------------------------------------------------- user-facing
+
+
+@dataclass(frozen=True)
+class BreakEven:
+    """Crossings of a and b over one parameter, for every point of the scenario's grid.
+
+    ``x`` (..., max_roots) in ``units`` (SI), NaN-padded; ``a_wins_below`` likewise; ``count`` and
+    ``status`` (...,), statuses named by :data:`bandjax.roots.STATUS_NAMES`.
+    """
+
+    a: str
+    b: str
+    basis: str
+    over: str
+    parameter: str
+    units: str
+    lo: float
+    hi: float
+    x: np.ndarray
+    a_wins_below: np.ndarray
+    count: np.ndarray
+    status: np.ndarray
+    steps_a: np.ndarray
+    steps_b: np.ndarray
+
+    def at(self, index=()) -> dict:
+        """One grid point's answer: crossings, the winner on each side, and the status name."""
+        return describe(self.a, self.b, np.asarray(self.x)[index],
+                        np.asarray(self.a_wins_below)[index], np.asarray(self.count)[index],
+                        np.asarray(self.status)[index])
+
+
+def describe(a: str, b: str, x, a_wins_below, count, status) -> dict:
+    """One point's crossings as plain values: ``x`` (the crossings), ``winners`` (who is faster on
+    each of the count + 1 intervals they cut the range into; one entry, None when neither wins,
+    without a crossing) and ``status`` (a name of :data:`STATUS_NAMES`)."""
+    n = min(int(count), len(x))
+    xs = [float(v) for v in x[:n]]
+    below = [bool(v) for v in a_wins_below[:n]]
+    name = STATUS_NAMES[int(status)]
+    if n:
+        winners = [a if w else b for w in below] + [b if below[-1] else a]
+    elif name in ("a_wins_throughout", "b_wins_throughout"):
+        winners = [a if name == "a_wins_throughout" else b]
+    else:
+        winners = [None]
+    return {"x": xs, "winners": winners, "status": name}
+
+
+def _default_range(over: str, parameter: str, sc: Scenario, steps: tuple, lo, hi):
+    if over == "bandwidth":
+        lo = BANDWIDTH_RANGE_GBps[0] * 1e9 if lo is None else lo
+        hi = BANDWIDTH_RANGE_GBps[1] * 1e9 if hi is None else hi
+    elif over == "budget":
+        lo = BUDGET_RANGE_GFLOPs[0] * 1e9 if lo is None else lo
+        hi = BUDGET_RANGE_GFLOPs[1] * 1e9 if hi is None else hi
+    elif lo is None or hi is None:
+        p0 = np.asarray(get_parameter((sc, *steps), parameter), dtype=float)
+        if not np.all(np.isfinite(p0) & (p0 > 0)):
+            raise ValueError(f"{parameter} = {p0!r}: give the searched range (lo, hi) explicitly; "
+                             "the default (value / 100 to value x 100) needs a finite value > 0")
+        lo = float(np.min(p0)) / 100 if lo is None else lo
+        hi = float(np.max(p0)) * 100 if hi is None else hi
+    lo, hi = float(lo), float(hi)
+    if not (math.isfinite(lo) and math.isfinite(hi) and 0 < lo < hi):
+        raise ValueError(f"range = ({lo!r}, {hi!r}): must be finite with 0 < lo < hi "
+                         f"(in SI units of {parameter})")
+    return lo, hi
+
+
+def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
+               basis: str = "hypothesis", lo=None, hi=None, grid: int = GRID,
+               max_roots: int = MAX_ROOTS) -> BreakEven:
+    """Every crossing of a and b over ``over`` for the scenario (scalar or a grid of fields).
+
+    Args:
+      sc: the scenario; numeric fields may be arrays (broadcast as a grid).
+      a, b: variant ids or short labels.
+      over: ``"bandwidth"`` (WAN, B/s), ``"budget"`` (module compute, FLOP/s) or any parameter of
+        :func:`parameter_names` (searched by re-evaluating the closed forms).
+      basis: which steps E' takes: ``"hypothesis"`` (E's) or ``"exact"`` (the exact band's).
+      lo, hi: the range in SI units; defaults: 0.1 to 1,000 GB/s, 1 to 10,000 GFLOP/s, or the
+        parameter's value / 100 to x 100.
+      grid: coarse grid points (log-uniform) that find brackets.
+      max_roots: crossings refined per point; raised and re-run if any point has more.
+
+    Returns:
+      :class:`BreakEven` (numpy arrays).
+    """
+    a, b = resolve_variant(a), resolve_variant(b)
+    if a == b:
+        raise ValueError(f"a = b = {a!r}: a break-even needs two different variants")
+    parameter = OVER.get(over, over)
+    _check_parameter(parameter)
+    if parameter == "enob":
+        raise ValueError("over = 'enob': ENOB is discrete (measured steps); use enob_break_even")
+    steps = pair_steps(sc, a, b, basis)
+    lo, hi = _default_range(over, parameter, sc, steps, lo, hi)
+    ia, ib = _v.IDS.index(a), _v.IDS.index(b)
+    while True:
+        if parameter == "wan_Bps":
+            c = bandwidth_crossings(sc, ia, ib, *steps, lo, hi, grid=grid, max_roots=max_roots)
+        else:
+            c = field_crossings(sc, ia, ib, *steps, lo, hi, field=parameter, grid=grid,
+                                max_roots=max_roots)
+        most = int(jnp.max(c.count))
+        if most <= max_roots:
+            break
+        max_roots = most
+    units = FIELDS[parameter][2] if parameter in FIELDS else ("s" if parameter.startswith("fixed_s.") else "steps")
+    units = {"byte_rate": "B/s", "flop_rate": "FLOP/s", "sample_rate": "S/s", "time": "s",
+             "power": "W", "count": "1"}.get(units, units)
+    return BreakEven(a=a, b=b, basis=basis, over=over, parameter=parameter, units=units,
+                     lo=lo, hi=hi, x=np.asarray(c.x), a_wins_below=np.asarray(c.a_wins_below),
+                     count=np.asarray(c.count), status=np.asarray(c.status),
+                     steps_a=steps[0], steps_b=steps[1])
+
+
+# --------------------------------------------------------------------------- budget and ENOB
+
+
+def _budget_residual(x, sc):
+    stages = module_stages_s(sc.replace(budget_FLOPs=x))
+    compute = stages[..., STAGES.index("compute")]
+    others = jnp.max(jnp.delete(stages, STAGES.index("compute"), axis=-1), axis=-1)
+    return jnp.log(compute) - jnp.log(others)
+
+
+@partial(jax.jit, static_argnames=("grid",))
+def budget_break_even_search(sc: Scenario, lo_FLOPs, hi_FLOPs, *, grid: int = GRID) -> Crossings:
+    """The budget where the module's compute stops binding, found numerically:
+
+        r(budget) = log(compute stage) - log(max of the other stages),   compute = flops x P / budget
+
+    "a" is the compute stage: r < 0 (it is not the slowest) above the break-even.
+    """
+    return _roots.find_crossings(_budget_residual, sc, lo_FLOPs, hi_FLOPs, grid=grid, max_roots=1)
+
+
+def budget_break_even(sc: Scenario, lo_GFLOPs: float = 1e-3, hi_GFLOPs: float = 1e9) -> dict:
+    """The budget above which the module's compute no longer binds, in GFLOP/s: the closed form
+    (transform FLOPs per parameter x optics rate, which assumes the optics is the next slowest
+    stage) beside the numeric search (compute stage = slowest other stage), and which stage binds
+    above it. Scalar scenarios."""
+    c = budget_break_even_search(sc, lo_GFLOPs * 1e9, hi_GFLOPs * 1e9)
+    stages = np.asarray(module_stages_s(sc.replace(budget_FLOPs=math.inf)))
+    return {
+        "closed_form_GFLOPs": float(budget_break_even_FLOPs(sc)) / 1e9,
+        "numeric_GFLOPs": float(c.x[..., 0]) / 1e9,
+        "binding_above": STAGES[int(np.argmax(stages))],
+        "residual": float(c.residual[..., 0]),
+    }
+
+
+@jax.jit
+def _times_over_enob_bandwidth(sc: Scenario, enob, wan_Bps, steps):
+    sc = sc.replace(enob=enob[:, None], wan_Bps=wan_Bps[None, :])
+    return time_to_target_s(sc, steps[:, None, :])
+
+
+def enob_break_even(sc: Scenario, a: str, b: str, GBps, *, basis: str = "hypothesis") -> np.ndarray:
+    """The lowest measured ENOB at which in-transit variant a still beats b, at each bandwidth.
+
+    For each ENOB with measured steps (ascending), a beats b where T_a < T_b (a variant that never
+    reaches the target never wins). Returns an array over ``GBps`` (GB/s) of ENOB in bits, NaN where
+    a wins at no measured ENOB. Scalar scenarios.
+    """
+    a, b = resolve_variant(a), resolve_variant(b)
+    if not _v.get(a).in_transit:
+        raise ValueError(f"a = {a!r} is not an in-transit variant; ENOB applies to "
+                         f"{', '.join(v.id for v in _v.VARIANTS if v.in_transit)}")
+    source = sc.steps.hypothesis_from if a == "band_switch" else a
+    enobs = np.asarray(sc.steps.measured_enobs(source), dtype=float)
+    if enobs.size == 0:
+        raise ValueError(f"no measured ENOB for {source!r} in the steps table")
+    GBps = np.atleast_1d(np.asarray(GBps, dtype=float))
+    if not np.all(np.isfinite(GBps) & (GBps > 0)):
+        raise ValueError(f"GBps = {GBps!r}: bandwidths must be finite and > 0 GB/s")
+    steps = np.array([[sc.steps.lookup(v, e, basis) for v in _v.IDS] for e in enobs])
+    T = np.asarray(_times_over_enob_bandwidth(sc, jnp.asarray(enobs), jnp.asarray(GBps * 1e9),
+                                              jnp.asarray(steps)))
+    ia, ib = _v.IDS.index(a), _v.IDS.index(b)
+    wins = T[..., ia] < T[..., ib]  # (enob, bandwidth); False wherever a time is NaN or inf
+    first = np.argmax(wins, axis=0)
+    return np.where(np.any(wins, axis=0), enobs[first], np.nan)

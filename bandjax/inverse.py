@@ -1,0 +1,91 @@
+"""The inverse question: the smallest change of one parameter that makes a beat b.
+
+Given a target ("E' beats C' on the exact basis at the scenario's bandwidth") and one parameter p
+(the optics rate, the budget, the module port, the WAN, the steps), find the value nearest to the
+current one, in ratio (|log p / p0|), at which a's and b's times to target are equal: beyond it a
+wins. The search is the break-even search over p (:func:`bandjax.breakeven.break_even`: coarse
+brackets, then Newton steps with derivatives from ``jax``), so every crossing in the allowed range
+is seen, and the nearest one is the answer; where there is none, no value in the range achieves the
+target.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import breakeven as _be
+from .metrics import time_to_target_s
+from .scenario import Scenario
+
+__all__ = ["Change", "smallest_change"]
+
+ALREADY, FOUND, NONE_IN_RANGE = "already", "found", "none_in_range"
+
+
+@dataclass(frozen=True)
+class Change:
+    """The answer to "what value of ``parameter`` makes a beat b?".
+
+    ``status``: ``"already"`` (a already wins; ``required`` = ``current``), ``"found"`` (a wins
+    beyond ``required``, in the direction of ``ratio``) or ``"none_in_range"`` (no value in
+    [lo, hi] makes a win; ``required`` is NaN). Values in SI units (``units``).
+    """
+
+    a: str
+    b: str
+    basis: str
+    parameter: str
+    units: str
+    current: float
+    required: float
+    ratio: float
+    status: str
+    lo: float
+    hi: float
+    time_a_s: float
+    time_b_s: float
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def smallest_change(sc: Scenario, a: str, b: str, parameter: str, *, basis: str = "hypothesis",
+                    lo=None, hi=None, grid: int = _be.GRID) -> Change:
+    """The value of ``parameter`` nearest its current one (in ratio) at which a and b tie, beyond
+    which a beats b; the rest of the scenario (its WAN bandwidth included) held.
+
+    Args:
+      sc: a scalar scenario.
+      a, b: variant ids or short labels; the target is "a reaches the target loss sooner than b".
+      parameter: a name of :func:`bandjax.breakeven.parameter_names` (``"steps_a"`` is a's steps).
+      basis: which steps E' takes (``"hypothesis"`` or ``"exact"``).
+      lo, hi: the allowed range of the parameter, SI units; default its value / 100 to x 100
+        (1 to 10,000 GFLOP/s for the budget, 0.1 to 1,000 GB/s for the WAN).
+    """
+    a, b = _be.resolve_variant(a), _be.resolve_variant(b)
+    _be._check_parameter(parameter)
+    steps = _be.pair_steps(sc, a, b, basis)
+    theta = (sc, float(steps[0]), float(steps[1]))
+    current = float(np.asarray(_be.get_parameter(theta, parameter), dtype=float))
+    over = {v: k for k, v in _be.OVER.items()}.get(parameter, parameter)
+    times = np.asarray(time_to_target_s(sc, 1.0))
+    t_a = float(steps[0]) * float(times[_be._v.IDS.index(a)])
+    t_b = float(steps[1]) * float(times[_be._v.IDS.index(b)])
+    result = _be.break_even(sc, a, b, over=over, basis=basis, lo=lo, hi=hi, grid=grid)
+    common = dict(a=a, b=b, basis=basis, parameter=parameter, units=result.units,
+                  current=current, lo=result.lo, hi=result.hi, time_a_s=t_a, time_b_s=t_b)
+    if t_a < t_b:
+        return Change(required=current, ratio=1.0, status=ALREADY, **common)
+    xs = np.asarray(result.x).reshape(-1)
+    xs = xs[np.isfinite(xs)]
+    if xs.size == 0:
+        return Change(required=math.nan, ratio=math.nan, status=NONE_IN_RANGE, **common)
+    # Nearest in ratio; a current value of 0 or inf (a [free] budget) is measured from the range's end.
+    anchor = min(max(current, result.lo), result.hi) if math.isfinite(current) and current > 0 else (
+        result.hi if current > 0 else result.lo)
+    best = float(xs[np.argmin(np.abs(np.log(xs / anchor)))])
+    ratio = best / current if math.isfinite(current) and current > 0 else math.nan
+    return Change(required=best, ratio=ratio, status=FOUND, **common)

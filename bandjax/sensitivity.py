@@ -1,0 +1,112 @@
+"""Sensitivities of break-evens: which parameter moves the answer most.
+
+The elasticity of a break-even x* with respect to a parameter p is the % change of x* per % change
+of p:
+
+    e_p = d log x* / d log p = (p / x*) dx*/dp
+
+computed by forward-mode differentiation of the search (:mod:`bandjax.roots`), whose derivative
+is the implicit function theorem's, dx*/dp = -(dr/dp) / (dr/dx) at the root: never through the
+iterations. A parameter that is 0 or infinite (a [free] budget, a zero fixed time) has elasticity 0:
+no finite % change of it exists, and where it is 0 or not charged it does not enter the times.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import breakeven as _be
+from . import variants as _v
+from .scenario import Scenario
+
+__all__ = ["budget_elasticities", "crossing_elasticities", "elasticities"]
+
+
+def _scaled(theta, names, z):
+    """theta with each parameter names[i] multiplied by exp(z[i]) where it is finite and non-zero."""
+    for i, name in enumerate(names):
+        p = jnp.asarray(_be.get_parameter(theta, name), dtype=float)
+        usable = jnp.isfinite(p) & (p != 0)
+        theta = _be.with_parameter(theta, name, jnp.where(usable, p * jnp.exp(z[i]), p))
+    return theta
+
+
+@partial(jax.jit, static_argnames=("bandwidth", "grid", "max_roots"))
+def crossing_elasticities(sc: Scenario, ia, ib, steps_a, steps_b, lo, hi, k=0, *,
+                          bandwidth: bool = True, grid: int = _be.GRID,
+                          max_roots: int = _be.MAX_ROOTS):
+    """d log x* / d log p of every crossing x* with respect to every parameter p of
+    :data:`bandjax.breakeven.PARAMETERS`: shape (..., max_roots, parameter), NaN without a crossing.
+
+    Searches over the WAN (``bandwidth=True``, ``lo``/``hi`` in B/s) or over parameter number ``k``
+    of :data:`~bandjax.breakeven.PARAMETERS`; other arguments as in
+    :func:`bandjax.breakeven.bandwidth_crossings` (pairs may be a grid dimension).
+    """
+    theta = (sc, jnp.asarray(steps_a, dtype=float), jnp.asarray(steps_b, dtype=float))
+
+    def log_crossings(z):
+        sc_z, na, nb = _scaled(theta, _be.PARAMETERS, z)
+        if bandwidth:
+            c = _be.bandwidth_crossings(sc_z, ia, ib, na, nb, lo, hi, grid=grid, max_roots=max_roots)
+        else:
+            c = _be._field_crossings(sc_z, ia, ib, na, nb, lo, hi, k, grid=grid, max_roots=max_roots)
+        return jnp.log(c.x)
+
+    return jax.jacfwd(log_crossings)(jnp.zeros(len(_be.PARAMETERS)))
+
+
+def elasticities(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
+                 basis: str = "hypothesis", lo=None, hi=None, parameters=None,
+                 grid: int = _be.GRID) -> tuple[_be.BreakEven, dict[str, np.ndarray]]:
+    """The break-even of a and b and its elasticity with respect to every parameter.
+
+    Args:
+      sc, a, b, over, basis, lo, hi, grid: as in :func:`bandjax.breakeven.break_even`.
+      parameters: names (see :func:`bandjax.breakeven.parameter_names`); default all of them but
+        the one searched over and the energy fields (which no time depends on).
+
+    Returns:
+      (the :class:`~bandjax.breakeven.BreakEven`, {parameter: elasticity array (..., max_roots)}),
+      NaN where there is no crossing. Elasticities are dimensionless (% per %).
+    """
+    result = _be.break_even(sc, a, b, over=over, basis=basis, lo=lo, hi=hi, grid=grid)
+    names = tuple(parameters) if parameters is not None else tuple(
+        n for n in _be.parameter_names(result.a, result.b)
+        if n != result.parameter and not _is_energy(n))
+    for n in names:
+        _be._check_parameter(n)
+    jac = np.asarray(crossing_elasticities(
+        sc, _be._v.IDS.index(result.a), _be._v.IDS.index(result.b), result.steps_a,
+        result.steps_b, result.lo, result.hi, _be.PARAMETERS.index(result.parameter),
+        bandwidth=result.parameter == "wan_Bps", grid=grid, max_roots=result.x.shape[-1]))
+    return result, {n: jac[..., _be.PARAMETERS.index(n)] for n in names}
+
+
+def _is_energy(name: str) -> bool:
+    from .scenario import FIELDS
+
+    return name in FIELDS and FIELDS[name][0] == "energy"
+
+
+def budget_elasticities(sc: Scenario, parameters=None, lo_GFLOPs: float = 1e-3,
+                        hi_GFLOPs: float = 1e9) -> tuple[float, dict[str, float]]:
+    """The budget break-even (FLOP/s, found numerically) and its elasticity with respect to every
+    numeric scenario field (or ``parameters``). Scalar scenarios."""
+    from .scenario import FIELDS
+
+    names = tuple(parameters) if parameters is not None else tuple(
+        n for n in FIELDS if n != "budget_FLOPs" and not _is_energy(n))
+    theta = (sc, jnp.asarray(1.0), jnp.asarray(1.0))
+
+    def log_budget(z):
+        sc_z, _, _ = _scaled(theta, names, z)
+        c = _be.budget_break_even_search(sc_z, lo_GFLOPs * 1e9, hi_GFLOPs * 1e9)
+        return jnp.log(c.x[..., 0])
+
+    value = float(jnp.exp(log_budget(jnp.zeros(len(names)))))
+    jac = np.asarray(jax.jacfwd(log_budget)(jnp.zeros(len(names))))
+    return value, {n: float(jac[..., i]) for i, n in enumerate(names)}
