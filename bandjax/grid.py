@@ -18,7 +18,8 @@ import xarray as xr
 
 from . import metrics
 from . import variants as _v
-from .scenario import BASES, FIELDS, PRESETS, Scenario, budget_value, reference
+from .labels import COORD_ATTRS, as_list, budgets_FLOPs, models, positive
+from .scenario import BASES, FIELDS, Scenario, reference
 from .step import COMPONENTS, STAGES, module_stages_s
 from .units import SI
 
@@ -45,54 +46,6 @@ _ATTRS = {
     "wan_B": {"units": "B", "long_name": "bytes crossing one direction of the WAN per step"},
     "module_stage_s": {"units": "s", "long_name": "module pipeline stage time, one worker's delta"},
 }
-_COORD_ATTRS = {
-    "bandwidth": {"units": "GB/s", "long_name": "WAN bandwidth per direction"},
-    "enob": {"units": "bit", "long_name": "ENOB of the in-transit band"},
-    "budget": {"units": "GFLOP/s", "long_name": "module compute budget (inf = free, not charged)"},
-    "model": {"long_name": "model size preset"},
-    "params": {"units": "1", "long_name": "parameters"},
-    "workers_per_dc": {"units": "1", "long_name": "workers per DC (2 DCs)"},
-    "H": {"units": "steps", "long_name": "sync every H steps (steps to target assumed unchanged)"},
-    "basis": {"long_name": "E' steps basis (hypothesis: E's steps; exact: the exact band's)"},
-    "variant": {"long_name": "variant"},
-}
-
-
-def _as_list(name, values) -> tuple[list, bool]:
-    """(values as a list, whether it is a dimension)."""
-    if isinstance(values, (str, bytes)) or np.ndim(values) == 0:
-        return [values], False
-    values = list(np.asarray(values).tolist()) if not isinstance(values, (list, tuple)) else list(values)
-    if not values:
-        raise ValueError(f"{name} = []: give at least one value")
-    return values, True
-
-
-def _positive(name, values, unit):
-    if set(map(type, values)) <= {float, int}:  # plain numbers (bool is a type of its own): at once
-        arr = np.asarray(values, dtype=float)
-        if np.all(arr > 0) and np.all(np.isfinite(arr)):
-            return arr.tolist()
-    for x in values:
-        if isinstance(x, bool) or not isinstance(x, (int, float, np.number)) or not (x > 0) or math.isinf(x):
-            raise ValueError(f"{name} = {x!r}: must be a finite number > 0 {unit}".rstrip())
-    return [float(x) for x in values]
-
-
-def _model_params(models) -> tuple[list[str], list[float]]:
-    names, params = [], []
-    for m in models:
-        if isinstance(m, str):
-            if m not in PRESETS:
-                raise ValueError(f"model = {m!r} is not a preset; allowed: {', '.join(PRESETS)}, "
-                                 "or a parameter count > 0")
-            names.append(m)
-            params.append(PRESETS[m])
-        else:
-            (p,) = _positive("model", [m], "parameters")
-            names.append(f"P={p:.4g}")
-            params.append(p)
-    return names, params
 
 
 @partial(jax.jit, static_argnames=("index", "names"))
@@ -166,47 +119,40 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
             overrides.update({k: v[0] for k, v in field_values.items()})
 
     if bandwidth is not None:
-        vals, is_dim = _as_list("bandwidth", bandwidth)
-        gbps = _positive("bandwidth", vals, "GB/s")
+        vals, is_dim = as_list("bandwidth", bandwidth)
+        gbps = positive("bandwidth", vals, "GB/s")
         add("bandwidth", (vals, is_dim), gbps, {"wan_Bps": np.asarray(gbps) * 1e9})
     enobs = [float(sc.enob)]
     if enob is not None:
-        vals, is_dim = _as_list("enob", enob)
+        vals, is_dim = as_list("enob", enob)
         for e in vals:
             if isinstance(e, bool) or not isinstance(e, (int, float, np.number)) or not 1 <= e <= 32:
                 raise ValueError(f"enob = {e!r}: must be a number of bits in [1, 32]")
         enobs = [float(e) for e in vals]
         add("enob", (vals, is_dim), enobs, {"enob": enobs})
     if budget is not None:
-        vals, is_dim = _as_list("budget", budget)
-        flops = []
-        for b in vals:
-            if b == "low":
-                flops.append(float(sc.budget_low_FLOPs))
-            elif b == "high":
-                flops.append(float(sc.budget_high_FLOPs))
-            else:
-                flops.append(budget_value(b))
+        vals, is_dim = as_list("budget", budget)
+        flops = budgets_FLOPs(sc, vals)
         add("budget", (vals, is_dim), [f / 1e9 for f in flops], {"budget_FLOPs": flops})
     if model is not None:
-        vals, is_dim = _as_list("model", model)
-        labels, params = _model_params(vals)
+        vals, is_dim = as_list("model", model)
+        labels, params = models(vals)
         gpu = [float(sc.gpu_compute_s) * p / float(sc.params) for p in params]
         add("model", (vals, is_dim), labels, {"params": params, "gpu_compute_s": gpu})
         model_params = params
     if workers_per_dc is not None:
-        vals, is_dim = _as_list("workers_per_dc", workers_per_dc)
+        vals, is_dim = as_list("workers_per_dc", workers_per_dc)
         for n in vals:
             if isinstance(n, bool) or not isinstance(n, (int, float, np.number)) or n < 1 or float(n) != int(n):
                 raise ValueError(f"workers_per_dc = {n!r}: must be a whole number >= 1")
         add("workers_per_dc", (vals, is_dim), [int(n) for n in vals], {"workers_per_dc": [float(n) for n in vals]})
     if H is not None:
-        vals, is_dim = _as_list("H", H)
-        hs = _positive("H", vals, "steps")
+        vals, is_dim = as_list("H", H)
+        hs = positive("H", vals, "steps")
         add("H", (vals, is_dim), hs, {"sync_every_H": hs})
     bases = ["hypothesis"]
     if basis is not None:
-        vals, is_dim = _as_list("basis", basis)
+        vals, is_dim = as_list("basis", basis)
         for b in vals:
             if b not in BASES:
                 raise ValueError(f"basis = {b!r} is not known; allowed: {', '.join(BASES)}")
@@ -217,14 +163,14 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
             raise ValueError(f"{name} is not a sweep argument or scenario field; allowed: bandwidth, "
                              f"enob, budget, variant, model, workers_per_dc, H, basis, "
                              f"{', '.join(FIELDS)}")
-        vals, is_dim = _as_list(name, values)
+        vals, is_dim = as_list(name, values)
         floats = [float(x) for x in vals]
         for x in floats:
             if math.isnan(x) or (x < 0):
                 raise ValueError(f"{name} = {x!r}: must be a number >= 0 ({FIELDS[name][2]} in SI units)")
         add(name, (vals, is_dim), floats, {name: floats})
 
-    vids, variant_is_dim = _as_list("variant", list(_v.IDS) if variant is None else variant)
+    vids, variant_is_dim = as_list("variant", list(_v.IDS) if variant is None else variant)
     for vid in vids:
         _v.get(vid)
     index = np.array([_v.IDS.index(vid) for vid in vids])
@@ -264,18 +210,18 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
     grid_shape = tuple(len(a[1]) for a in axes)
     coords: dict[str, object] = {}
     for dim, cvals, _ in axes:
-        coords[dim] = xr.Variable(dim, np.asarray(cvals), _COORD_ATTRS.get(dim) or {"units": SI[FIELDS[dim][2]]})
+        coords[dim] = xr.Variable(dim, np.asarray(cvals), COORD_ATTRS.get(dim) or {"units": SI[FIELDS[dim][2]]})
     for dim, cval in scalars.items():
-        coords[dim] = xr.Variable((), cval, _COORD_ATTRS.get(dim, {}))
+        coords[dim] = xr.Variable((), cval, COORD_ATTRS.get(dim, {}))
     if model is not None:
-        coords["params"] = xr.Variable(("model",) if "model" in dims else (), np.asarray(model_params if "model" in dims else model_params[0]), _COORD_ATTRS["params"])
+        coords["params"] = xr.Variable(("model",) if "model" in dims else (), np.asarray(model_params if "model" in dims else model_params[0]), COORD_ATTRS["params"])
 
     vdims = dims + (["variant"] if variant_is_dim else [])
     if variant_is_dim:
-        coords["variant"] = xr.Variable("variant", np.asarray(vids), _COORD_ATTRS["variant"])
+        coords["variant"] = xr.Variable("variant", np.asarray(vids), COORD_ATTRS["variant"])
         coords["label"] = xr.Variable("variant", np.asarray([_v.get(v).short for v in vids]))
     else:
-        coords["variant"] = xr.Variable((), vids[0], _COORD_ATTRS["variant"])
+        coords["variant"] = xr.Variable((), vids[0], COORD_ATTRS["variant"])
 
     # Quantities that do not vary along every axis come back small; broadcasting them is a view.
     def full(a, inner=()):

@@ -20,7 +20,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import breakeven as _be
-from . import variants as _v
 from .scenario import Scenario
 
 __all__ = ["budget_elasticities", "crossing_elasticities", "elasticities"]

@@ -9,15 +9,14 @@ runs go to a dask ``LocalCluster`` by default, or to an existing scheduler given
 from __future__ import annotations
 
 import contextlib
-import math
-from typing import Sequence
 
 import numpy as np
 import xarray as xr
 from tqdm.auto import tqdm
 
 from bandjax import variants as _variants
-from bandjax.scenario import PRESETS, Scenario, budget_value, reference
+from bandjax.labels import COORD_ATTRS, as_list, budgets_FLOPs, models, positive
+from bandjax.scenario import Scenario, reference
 
 from . import engine
 from .plan import build
@@ -37,25 +36,6 @@ _ATTRS = {
     "messages": {"units": "1", "long_name": "link arrivals simulated (warm-up included)"},
     "sim_s": {"units": "s", "long_name": "simulated time (warm-up included)"},
 }
-_COORD_ATTRS = {
-    "bandwidth": {"units": "GB/s", "long_name": "WAN bandwidth per direction"},
-    "budget": {"units": "GFLOP/s", "long_name": "module compute budget (inf = free, not charged)"},
-    "model": {"long_name": "model size preset"},
-    "params": {"units": "1", "long_name": "parameters"},
-    "H": {"units": "steps", "long_name": "sync every H steps"},
-    "variant": {"long_name": "variant"},
-    "load": {"units": "1", "long_name": "other jobs' share of each WAN direction's capacity"},
-    "seed": {"units": "1", "long_name": "seed of the background traffic"},
-}
-
-
-def _listed(name, values):
-    if isinstance(values, (str, bytes)) or np.ndim(values) == 0:
-        return [values], False
-    values = list(values)
-    if not values:
-        raise ValueError(f"{name} = []: give at least one value")
-    return values, True
 
 
 def sweep(scenario: Scenario | None = None, *, variant=None, load=0.0, bandwidth=None,
@@ -103,55 +83,37 @@ def sweep(scenario: Scenario | None = None, *, variant=None, load=0.0, bandwidth
             base.update(changes[0])
 
     if bandwidth is not None:
-        vals, is_dim = _listed("bandwidth", bandwidth)
-        gbps = []
-        for x in vals:
-            if isinstance(x, bool) or not isinstance(x, (int, float, np.number)) \
-                    or not (0 < x < math.inf):
-                raise ValueError(f"bandwidth = {x!r}: must be a finite number > 0 GB/s")
-            gbps.append(float(x))
+        vals, is_dim = as_list("bandwidth", bandwidth)
+        gbps = positive("bandwidth", vals, "GB/s")
         add("bandwidth", (vals, is_dim), gbps, [{"wan_Bps": g * 1e9} for g in gbps])
     if budget is not None:
-        vals, is_dim = _listed("budget", budget)
-        flops = [float(sc.budget_low_FLOPs) if b == "low" else float(sc.budget_high_FLOPs)
-                 if b == "high" else budget_value(b) for b in vals]
+        vals, is_dim = as_list("budget", budget)
+        flops = budgets_FLOPs(sc, vals)
         add("budget", (vals, is_dim), [f / 1e9 for f in flops], [{"budget_FLOPs": f} for f in flops])
     model_params = None
     if model is not None:
-        vals, is_dim = _listed("model", model)
-        labels, params = [], []
-        for m in vals:
-            if isinstance(m, str):
-                if m not in PRESETS:
-                    raise ValueError(f"model = {m!r} is not a preset; allowed: "
-                                     f"{', '.join(PRESETS)}, or a parameter count > 0")
-                labels.append(m)
-                params.append(PRESETS[m])
-            else:
-                if isinstance(m, bool) or not (float(m) > 0 and math.isfinite(float(m))):
-                    raise ValueError(f"model = {m!r}: must be a preset or a parameter count > 0")
-                labels.append(f"P={float(m):.4g}")
-                params.append(float(m))
+        vals, is_dim = as_list("model", model)
+        labels, params = models(vals)
         c, P0 = float(sc.gpu_compute_s), float(sc.params)
         add("model", (vals, is_dim), labels,
             [{"params": p, "gpu_compute_s": c * p / P0} for p in params])
         model_params = (params, is_dim)
     if H is not None:
-        vals, is_dim = _listed("H", H)
+        vals, is_dim = as_list("H", H)
         for h in vals:
             if isinstance(h, bool) or not isinstance(h, (int, float, np.number)) \
                     or not (h >= 1 and float(h).is_integer()):
                 raise ValueError(f"H = {h!r}: must be a whole number of steps >= 1")
         add("H", (vals, is_dim), [float(h) for h in vals], [{"sync_every_H": float(h)} for h in vals])
-    loads, load_dim = _listed("load", load)
+    loads, load_dim = as_list("load", load)
     for x in loads:
         engine.check_run_args(x, steps)
     add("load", (loads, load_dim), [float(x) for x in loads], [{} for _ in loads])
-    seeds, seed_dim = _listed("seed", seed)
+    seeds, seed_dim = as_list("seed", seed)
     for s in seeds:
         engine.check_run_args(0.0, steps, s)
     add("seed", (seeds, seed_dim), [int(s) for s in seeds], [{} for _ in seeds])
-    vids, variant_dim = _listed("variant", list(_variants.IDS) if variant is None else variant)
+    vids, variant_dim = as_list("variant", list(_variants.IDS) if variant is None else variant)
     for vid in vids:
         _variants.get(vid)
     add("variant", (vids, variant_dim), list(vids), [{} for _ in vids])
@@ -179,16 +141,16 @@ def sweep(scenario: Scenario | None = None, *, variant=None, load=0.0, bandwidth
         data["wan_queue_max"][idx] = float(np.max(summary["queue_max"]))
     coords: dict = {}
     for dim, cvals, _ in axes:
-        coords[dim] = xr.Variable(dim, np.asarray(cvals), _COORD_ATTRS[dim])
+        coords[dim] = xr.Variable(dim, np.asarray(cvals), COORD_ATTRS[dim])
     for dim, cval in scalars.items():
-        coords[dim] = xr.Variable((), cval, _COORD_ATTRS[dim])
+        coords[dim] = xr.Variable((), cval, COORD_ATTRS[dim])
     if "variant" in dims:
         coords["label"] = xr.Variable("variant", np.asarray([_variants.get(v).short for v in vids]))
     if model_params is not None:
         params, is_dim = model_params
         coords["params"] = xr.Variable(("model",) if is_dim else (),
                                        np.asarray(params if is_dim else params[0]),
-                                       _COORD_ATTRS["params"])
+                                       COORD_ATTRS["params"])
     ds = xr.Dataset({q: xr.Variable(dims, data[q], _ATTRS[q]) for q in QUANTITIES}, coords=coords)
     ds.attrs.update({
         "title": "bandjax shared-WAN event engine sweep",
