@@ -687,6 +687,12 @@ def shared_wan_view(sc: Scenario, results: dict) -> View:
         "Queues are counted in transfers waiting on the link (other jobs' and the sync's, up to "
         "1 MB each); the sync's bytes left (both directions) in MB (1e6 bytes).",
     ]
+    if approx:
+        acc = sw.get("approx_accuracy")
+        view.assumptions.append(
+            "Dashed lines: the queueing approximation of the mean step"
+            + (f" (stated accuracy {float(acc):.0%})" if isinstance(acc, (int, float)) else "")
+            + "; solid lines with points: the engine's mean, error bars its 95% interval.")
     return view
 
 
