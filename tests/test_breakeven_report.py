@@ -55,6 +55,13 @@ def test_markdown_states_crossings_with_units_and_basis(results):
     assert "| E' vs AdamW | exact | free | 0.8302 GB/s (6.642 Gb/s) | E' | AdamW |" in md
     assert "hypothesis = E' takes E's steps" in md
     assert "140 GFLOP/s" in md
+    # ENOB break-evens in bits under a bandwidth header; elasticities' unit named, rounding left out
+    lowest = be.enob_break_even(REF, "E'", "adamw", [1.0, 2.0], basis="hypothesis")
+    assert lowest[0] == 8 and np.isnan(lowest[1])
+    row = next(r for r in md.splitlines() if r.startswith("| E' vs AdamW | hypothesis | 8 bits"))
+    assert row.split(" | ")[5:7] == [f"{lowest[0]:g} bits", "-"]  # 1 GB/s, 2 GB/s
+    assert "| 0.1 GB/s | 0.2 GB/s |" in md and "largest elasticities (% per %)" in md
+    assert "e-1" not in md.split("### Sensitivities")[1].split("###")[0]
 
 
 def test_cli_bandwidth_both_bases(capsys):

@@ -190,6 +190,8 @@ def test_views_with_every_section_present():
     assert [c["GBps"] for c in be.data["crossings"]] == [0.55]
     assert "E' against top-k (hypothesis basis) breaks even at 0.55 GB/s" in be.conclusion[-1]
     assert "none in range, AdamW wins throughout" in be.conclusion[-1]
+    assert be.data["enob_table"]["rows"] == [["E vs AdamW", "hypothesis", "4 bits", "6 bits", "9 bits"]]
+    assert be.data["enob_table"]["columns"][2:] == ["0.1 GB/s", "1 GB/s", "10 GB/s"]
     sw = vs["shared_wan"]
     assert sw.missing == []
     assert sw.table["rows"][1][1] == "5 [4.8, 5.2]"
@@ -343,8 +345,13 @@ def test_page_in_browser_with_every_section(browser, pages, tmp_path):
     page, log = _open(browser, pages["full"])
     try:
         charts = _charts_render(page)
-        for cid in ("chart-shared_wan_steps", "chart-shared_wan_trace", "chart-breakeven_enob"):
+        for cid in ("chart-shared_wan_steps", "chart-shared_wan_trace"):
             assert charts[cid]["w"] > 300 and charts[cid]["marks"] >= 2, (cid, charts[cid])
+        # the ENOB break-evens are a table with units; the crossing is a diamond on the ratios
+        enob = page.inner_text("#breakeven")
+        assert "Lowest ENOB that still wins" in enob and "6 bits" in enob and "10 GB/s" in enob
+        assert page.evaluate("() => document.querySelectorAll('#chart-breakeven g.mark-symbol.role-mark path')"
+                             ".length") == 1
         assert page.locator("p.missing").count() == 0
         # the load-0 dots are drawn on the bandwidth chart
         dots = page.evaluate("() => document.querySelectorAll('#chart-bandwidth g.mark-symbol path').length")
@@ -367,3 +374,39 @@ def test_grid_and_formatting():
     assert views.fmt_s(1612.85) == "1,613 s" and views.fmt_s(0.9254) == "0.925 s"
     assert views.fmt_s(math.inf) == "never" and views.fmt_s(None) == "not available"
     assert views.count(8.03e9) == "8.03 B"
+
+
+def test_breakeven_view_with_the_sections_results():
+    """Crossings, the ENOB table and the sensitivities from the break-even section's own output."""
+    from bandjax.report import breakeven as be_section
+
+    sc = bj.reference()
+    results = be_section.build(sc, {})
+    bw = views.bandwidth_view(sc, {})
+    be = views.breakeven_view(sc, results, bw)
+    # E' vs AdamW: the root finder's crossing on each basis, at [free], ENOB 8
+    free = [c for c in be.data["crossings"] if c["pair"] == "E' / AdamW" and c["budget"] == "free"]
+    for basis in bj.BASES:
+        x = bj.break_even(sc, "E'", "AdamW", basis=basis).x[0] / 1e9
+        assert [c["GBps"] for c in free if c["basis"] == basis] == [pytest.approx(x, rel=1e-6)]
+    assert all(c["enob"] == "8" for c in free)
+    # a pair without E' holds "*" for the basis, so a chart's filter keeps it on both bases
+    cp = [c for c in be.data["crossings"] if c["pair"] == "E / C"]
+    assert cp and all(c["basis"] == "*" for c in cp)
+    # only an in-transit variant against one that is not is drawn
+    assert {r["pair"] for r in be.data["ratios"]} == {
+        f"{a} / {b}" for a in ("E", "E'") for b in ("AdamW", "top-k", "C", "C'")}
+    # every pair is in the table, with GB/s and Gb/s
+    rows = {(r[0], r[1]): r for r in be.data["crossings_table"]["rows"]}
+    assert len(rows) == len(results["break_even_GBps"])
+    assert rows[("E' vs AdamW", "hypothesis")][2:] == ["1.57 GB/s (12.5 Gb/s)", "E'", "AdamW"]
+    assert all("bits" in c or c == "-" for r in be.data["enob_table"]["rows"] for c in r[2:])
+    # sensitivities: one row per break-even, the hardware number that moves it most, elasticities
+    # recomputed by the library
+    sens = {r[0]: r for r in be.data["sensitivity_table"]["rows"]}
+    _, el = bj.elasticities(sc, "E'", "AdamW", basis="hypothesis")
+    assert sens["E' vs AdamW (hypothesis basis)"][3] == f"optics_Sps {float(el['optics_Sps'][0]):+.3g}"
+    assert sens["E' vs AdamW (hypothesis basis)"][2].startswith(
+        f"steps_a {float(el['steps_a'][0]):+.3g}, steps_b {float(el['steps_b'][0]):+.3g}")
+    assert "e-" not in sens["budget where compute stops binding"][2]  # rounding left out
+    assert any("optics_Sps moves" in c and "of them most" in c for c in be.conclusion)

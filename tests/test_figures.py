@@ -53,7 +53,7 @@ def test_figures_written_whole(written):
     out, _ = written
     results = json.loads((out / "results.json").read_text())
     ids = [e["id"] for e in results["figures"]]
-    assert ids == ["bandwidth", "stages", "breakeven", "breakeven_enob", "shared_wan_steps",
+    assert ids == ["bandwidth", "stages", "breakeven", "shared_wan_steps",
                    "shared_wan_trace", "model", "sync_h", "energy"]
     for e in results["figures"]:
         svg = (out / e["svg"]).read_text()

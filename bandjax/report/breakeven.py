@@ -210,19 +210,20 @@ def markdown(results: dict) -> str:
             "bandwidth; '-' where it wins at no measured ENOB (an ENOB that never reaches the "
             "target never wins).", ""]
     grid = results["enob_break_even"][0]["GBps"] if results["enob_break_even"] else []
-    out += ["| pair | basis | " + " | ".join(f"{g:g}" for g in grid) + " GB/s |",
+    out += ["| pair | basis | " + " | ".join(f"{g:g} GB/s" for g in grid) + " |",
             "|---|---|" + "---|" * len(grid)]
     for e in results["enob_break_even"]:
         out.append(f"| {_pair_label(e)} | {_basis_label(e['basis'])} | "
-                   + " | ".join("-" if v is None else f"{v:g}" for v in e["enob"]) + " |")
+                   + " | ".join("-" if v is None else f"{v:g} bits" for v in e["enob"]) + " |")
 
     out += ["", "### Sensitivities", "",
             "Elasticity: % change of the break-even per % change of the parameter (implicit "
             "differentiation at the root); the three largest. ENOB here is bits per coefficient "
             "with the steps held; steps_a / steps_b are a's and b's steps to target.", "",
-            "| break-even | at | largest elasticities |", "|---|---|---|"]
+            "| break-even | at | largest elasticities (% per %) |", "|---|---|---|"]
     for s in results["sensitivity"]:
-        top = [f"{n} {v:+.3g}" for n, v in list(s["elasticity"].items())[:3] if v != 0]
+        # below 1e-9 % per % is rounding: a parameter the break-even does not depend on
+        top = [f"{n} {v:+.3g}" for n, v in list(s["elasticity"].items())[:3] if abs(v) > 1e-9]
         if s["quantity"] == "budget_break_even":
             out.append(f"| budget | {s['GFLOPs']:.4g} GFLOP/s | {', '.join(top)} |")
         else:

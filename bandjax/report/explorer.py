@@ -291,8 +291,14 @@ def page(scenario: Scenario | None = None, results: dict | None = None) -> str:
         if view.key == "bandwidth":
             body.append('<div id="readout-bandwidth" class="readout"></div>')
         body.append(_table(view.table))
+        if view.key == "breakeven" and view.data.get("crossings_table"):
+            body.append("<h3>Break-evens of every pair</h3>" + _table(view.data["crossings_table"]))
+        if view.key == "breakeven" and view.data.get("enob_table"):
+            body.append("<h3>Lowest ENOB that still wins</h3>" + _table(view.data["enob_table"]))
         if view.key == "breakeven" and view.data.get("sensitivity"):
-            body.append("<h3>Sensitivities</h3>" + _generic_table(view.data["sensitivity"]))
+            table = view.data.get("sensitivity_table")
+            body.append("<h3>Sensitivities</h3>" + (_table(table) if table else
+                                                     _generic_table(view.data["sensitivity"])))
         body.append(_words(view))
         sections.append(f'<section id="{view.key}"><h2>{n}. {html.escape(view.title)}</h2>\n'
                         + "\n".join(b for b in body if b) + "</section>")

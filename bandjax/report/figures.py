@@ -193,47 +193,45 @@ def stages_chart(view: _views.View, sc: Scenario, interactive: bool = False):
 
 def breakeven_chart(view: _views.View, sc: Scenario, interactive: bool = False):
     d = view.data
+    firsts = list(dict.fromkeys(r["first"] for r in d["ratios"] if "first" in r))
+    dashes = [[1, 0], [6, 3], [2, 2], [8, 2, 2, 2]]
 
     def panel(basis):
         sel = _sel(sc, interactive, basis)
         x = _log_x("WAN bandwidth per direction (GB/s, log)", _views.BANDWIDTH_RANGE_GBps)
-        y = alt.Y("ratio:Q", title="time to target, ratio (log)",
+        y = alt.Y("ratio:Q", title="time to target, first / second (log; below 1 the first wins)",
                   scale=alt.Scale(type="log", domain=_log_domain(d["ratios"] + [{"ratio": 1.0}], "ratio")),
                   axis=alt.Axis(format="~g"))
-        color = alt.Color("pair:N", title="pair (first / second)")
+        # colour: the second variant (its colour on every chart); dash: the in-transit first
+        seconds = [v for v in SHORTS if any(r.get("second") == v for r in d["ratios"])]
+        color = alt.Color("second:N", title="second variant", scale=alt.Scale(
+            domain=seconds, range=[VARIANT_COLORS[SHORTS.index(v)] for v in seconds]),
+            legend=alt.Legend(labelExpr=_label_expr(), labelLimit=360, orient="right"))
+        dash = alt.StrokeDash("first:N", title="first variant", scale=alt.Scale(
+            domain=firsts, range=dashes[:len(firsts)]), legend=alt.Legend(symbolStrokeColor="#333",
+                                                                          labelExpr=_label_expr(),
+                                                                          labelLimit=360))
+        tooltip = ["pair:N", alt.Tooltip("GBps:Q", format=".3g", title="GB/s"),
+                   alt.Tooltip("ratio:Q", format=".3g")]
         lines = alt.Chart(alt.NamedData(name="ratios")).transform_filter(_filter(sel)).mark_line(
-            strokeWidth=2).encode(x=x, y=y, color=color, tooltip=[
-                "pair:N", alt.Tooltip("GBps:Q", format=".3g", title="GB/s"),
-                alt.Tooltip("ratio:Q", format=".3g")])
+            strokeWidth=2).encode(x=x, y=y, color=color, strokeDash=dash, detail="pair:N",
+                                  tooltip=tooltip)
         one = alt.Chart(alt.NamedData(name="one")).mark_rule(color="#444", strokeDash=[4, 4]).encode(
             y="ratio:Q")
         width = WIDTH if interactive else WIDTH - 140
-        label = alt.Chart(alt.NamedData(name="one")).mark_text(
-            align="right", baseline="top", dx=-4, dy=3, fontSize=11, color="#444").encode(
-            y="ratio:Q", x=alt.value(width), text="label:N")
-        layers = [one, label, lines]
+        layers = [one, lines]
         if d["crossings"]:
-            layers.append(alt.Chart(alt.NamedData(name="crossings")).transform_filter(_filter(sel)).mark_point(
-                shape="diamond", size=120, filled=True).encode(x=x, y=y, color=color, tooltip=[
+            cross = alt.Chart(alt.NamedData(name="crossings")).transform_filter(_filter(sel))
+            # values in the tooltip and the table below: labels here would collide
+            layers.append(cross.mark_point(shape="diamond", size=130, filled=True, stroke="#222",
+                                           strokeWidth=1, opacity=1).encode(
+                x=x, y=y, color=color, tooltip=[
                     "pair:N", alt.Tooltip("GBps:Q", format=".4g", title="break-even (GB/s)")]))
         return alt.layer(*layers).properties(width=width, height=HEIGHT)
 
     chart = panel(None).add_params(*_params(True, sc)) if interactive else _hconcat_bases(panel)
     return _finish(chart), {"ratios": d["ratios"], "crossings": d["crossings"],
-                            "one": [{"ratio": 1.0, "label": "equal times (below: first wins)"}]}
-
-
-def enob_chart(view: _views.View, sc: Scenario, interactive: bool = False):
-    rows = view.data.get("enob_break_even")
-    if not rows:
-        return None, {}
-    chart = alt.Chart(alt.NamedData(name="enob")).mark_line(point=True).encode(
-        x=_log_x("WAN bandwidth per direction (GB/s, log)"),
-        y=alt.Y("enob:Q", title="lowest ENOB that still wins (bits)"),
-        color=alt.Color("pair:N", title="pair"), strokeDash=alt.StrokeDash("basis:N", title="basis"),
-        tooltip=["pair:N", "basis:N", alt.Tooltip("GBps:Q", format=".3g"), alt.Tooltip("enob:Q", format=".3g")],
-    ).properties(width=WIDTH, height=HEIGHT - 60)
-    return _finish(chart), {"enob": rows}
+                            "one": [{"ratio": 1.0}]}
 
 
 # ------------------------------------------------------------------------------ 4. shared WAN
@@ -370,10 +368,6 @@ def charts(views: list[_views.View], sc: Scenario, interactive: bool = False) ->
         if v.key in simple:
             chart, data = simple[v.key](v, sc, interactive)
             out[v.key] = (v.key, chart, data)
-        if v.key == "breakeven":
-            chart, data = enob_chart(v, sc, interactive)
-            if chart is not None:
-                out["breakeven_enob"] = (v.key, chart, data)
         if v.key == "shared_wan":
             for name, (chart, data) in shared_wan_charts(by["shared_wan"], sc, interactive).items():
                 out[f"shared_wan_{name}"] = (v.key, chart, data)

@@ -403,10 +403,21 @@ def stages_view(sc: Scenario, results: dict) -> View:
 # ------------------------------------------------------------------------------ 3. break-evens
 
 
+def _drawn(a: str, b: str) -> bool:
+    """Pairs the ratio chart draws: an in-transit variant against one that is not (E and E'
+    against AdamW, top-k, C, C'); every pair stays in the conclusion and the tables."""
+    return _v.get(a).in_transit and not _v.get(b).in_transit
+
+
+def _basis_words(basis) -> str:
+    return f" ({basis} basis)" if basis else ""
+
+
 def breakeven_view(sc: Scenario, results: dict, bandwidth: View) -> View:
     view = View("breakeven", "Break-even: ratio of times to target against bandwidth")
     entries = results.get("break_even_GBps")
     pairs = list(dict.fromkeys((e["a"], e["b"]) for e in entries)) if entries else list(DEFAULT_PAIRS)
+    pairs = [p for p in pairs if _drawn(*p)] or pairs
     curves = bandwidth.data["curves"]
     index = {}
     for r in curves:
@@ -420,7 +431,8 @@ def breakeven_view(sc: Scenario, results: dict, bandwidth: View) -> View:
                 ra = pick(index.get((a, i), []), **sel)
                 rb = pick(index.get((b, i), []), **sel)
                 ta, tb = ra[0]["t_s"], rb[0]["t_s"]
-                rows.append({"pair": f"{short(a)} / {short(b)}", "i": i, "GBps": ra[0]["GBps"],
+                rows.append({"pair": f"{short(a)} / {short(b)}", "first": short(a), "second": short(b),
+                             "i": i, "GBps": ra[0]["GBps"],
                              "ratio": _num(ta / tb, 5) if ta and tb else None, **sel})
     # drop rows repeated across controls the pair does not depend on
     rows = _collapse(rows, key=("pair", "i"), value="ratio")
@@ -434,20 +446,42 @@ def breakeven_view(sc: Scenario, results: dict, bandwidth: View) -> View:
                 f"At the scenario's {fmt_GBps(float(sc.wan_Bps) / 1e9)} on the {basis} basis the "
                 f"ratios of times to target are " + ", ".join(parts) + " (below 1: the first wins).")
     if entries:
-        for e in entries:
+        # Crossings at every budget where the section gives them ([free], [low], [high] for pairs
+        # with a module), else at the scenario's; tagged with the controls they depend on.
+        by_budget = results.get("break_even_GBps_by_budget") or []
+        per_budget = {(e["a"], e["b"], e["basis"]) for e in by_budget}
+        own = scenario_budget(sc)
+        for e in [e for e in entries if (e["a"], e["b"], e["basis"]) not in per_budget] + by_budget:
+            if (e["a"], e["b"]) not in pairs:
+                continue
+            module = _v.get(e["a"]).module or _v.get(e["b"]).module
+            in_transit = _v.get(e["a"]).in_transit or _v.get(e["b"]).in_transit
             for g in e.get("GBps") or []:
                 if g is None:
                     continue
                 view.data["crossings"].append({
-                    "pair": f"{short(e['a'])} / {short(e['b'])}", "basis": e["basis"],
-                    "GBps": _num(g), "ratio": 1.0, "enob": ANY, "budget": ANY})
+                    "pair": f"{short(e['a'])} / {short(e['b'])}", "first": short(e["a"]),
+                    "second": short(e["b"]), "basis": e.get("basis") or ANY, "GBps": _num(g),
+                    "ratio": 1.0, "enob": enob_label(sc.enob) if in_transit else ANY,
+                    "budget": e.get("budget", own) if module else ANY})
+        view.data["crossings_table"] = {
+            "columns": ["pair (first vs second)", "basis", "break-even", "faster below",
+                        "faster above"],
+            "rows": [[f"{short(e['a'])} vs {short(e['b'])}", e.get("basis") or "either",
+                      ", ".join(fmt_GBps(g) for g in e["GBps"] if g is not None) or "none in range",
+                      short(e["winner_below"]) if e.get("winner_below") else "-",
+                      short(e["winner_above"]) if e.get("winner_above") else "-"]
+                     for e in entries],
+            "caption": (f"Every pair's WAN break-evens in 0.1 to 1,000 GB/s per direction, at "
+                        f"{setting_text(sc)}; none in range: the variant faster below wins "
+                        "throughout. Basis: which steps E' takes; either: E' is not in the pair.")}
         lines = []
-        for e in entries:
+        for e in (e for e in entries if (e["a"], e["b"]) in pairs):
             gs = [g for g in (e.get("GBps") or []) if g is not None]
-            pair = f"{short(e['a'])} against {short(e['b'])} ({e['basis']} basis)"
+            pair = f"{short(e['a'])} against {short(e['b'])}{_basis_words(e.get('basis'))}"
             if gs:
                 lines.append(f"{pair} breaks even at " + ", ".join(f"{g:.3g}" for g in gs) +
-                             f" GB/s" + (f"; {short(e['winner_below'])} wins below" if e.get("winner_below") else ""))
+                             " GB/s" + (f"; {short(e['winner_below'])} wins below" if e.get("winner_below") else ""))
             else:
                 w = e.get("winner_below")
                 lines.append(f"{pair}: none in range" + (f", {short(w)} wins throughout" if w else ""))
@@ -457,28 +491,90 @@ def breakeven_view(sc: Scenario, results: dict, bandwidth: View) -> View:
                             "available yet (results key break_even_GBps).")
     enob = results.get("enob_break_even")
     if enob:
-        erows = []
+        erows, trows = [], []
+        grid = sorted({float(g) for e in enob for g in (e.get("GBps") or [])})
         for e in enob:
-            for g, n in zip(e.get("GBps") or [], e.get("enob") or []):
-                if g is not None and n is not None:
-                    erows.append({"pair": f"{short(e['a'])} / {short(e['b'])}", "basis": e["basis"],
-                                  "GBps": _num(g), "enob": _num(n)})
+            by_g = dict(zip((float(g) for g in e.get("GBps") or []), e.get("enob") or []))
+            for g, n in by_g.items():
+                if n is not None:
+                    erows.append({"pair": f"{short(e['a'])} / {short(e['b'])}",
+                                  "basis": e.get("basis") or "either", "GBps": _num(g), "enob": _num(n)})
+            trows.append([f"{short(e['a'])} vs {short(e['b'])}", e.get("basis") or "either"] + [
+                "-" if by_g.get(g) is None else f"{float(by_g[g]):g} bits" for g in grid])
         view.data["enob_break_even"] = erows
+        view.data["enob_table"] = {
+            "columns": ["pair", "basis"] + [f"{g3(g)} GB/s" for g in grid], "rows": trows,
+            "caption": ("Lowest measured ENOB (bits per band coefficient) at which the in-transit "
+                        "variant still reaches the target first, at each WAN bandwidth per direction; "
+                        "'-': it wins at no measured ENOB. Basis: which steps E' takes; either: E' "
+                        "is not in the pair.")}
     else:
         view.missing.append("ENOB break-evens (the lowest ENOB at which an in-transit variant still "
                             "wins): not available yet (results key enob_break_even).")
     sens = results.get("sensitivity")
     if sens:
         view.data["sensitivity"] = sens
+        table = _sensitivity_table(sens)
+        if table:
+            view.data["sensitivity_table"] = table[0]
+            view.conclusion += table[1]
     else:
         view.missing.append("Sensitivities of the break-evens: not available yet (results key "
                             "sensitivity).")
     view.assumptions = [
         "Ratio = time to target of the first variant / the second's; below 1 the first wins.",
-        "Curves are from the same closed forms and steps as the bandwidth explorer; crossings are "
-        "the break-even section's root finder's.",
+        "The chart draws each in-transit variant (E, E') against each variant that is not; the "
+        "table of every pair's break-evens lists the rest.",
+        "Curves are from the same closed forms and steps as the bandwidth explorer; crossings "
+        "(diamonds) are the break-even section's root finder's, at the chosen budget.",
     ]
     return view
+
+
+HARDWARE_GROUPS = ("links", "module")
+
+
+def _sensitivity_table(sens) -> tuple[dict, list[str]] | None:
+    """The sensitivities as a table (largest elasticities of each break-even, and the hardware
+    number that moves it most) and a conclusion from them; None for a shape it does not know."""
+    from ..scenario import FIELDS
+
+    if not all(isinstance(s, dict) and isinstance(s.get("elasticity"), dict) for s in sens):
+        return None
+    rows, top_hw, steps_first = [], {}, 0
+    bandwidth = [s for s in sens if s.get("quantity") == "bandwidth_break_even"]
+    for s in sens:
+        # below 1e-9 % per % is rounding (a parameter the break-even does not depend on)
+        el = {k: float(v) for k, v in s["elasticity"].items() if v is not None and abs(float(v)) > 1e-9}
+        order = sorted(el, key=lambda k: -abs(el[k]))
+        hw = [k for k in order if k in FIELDS and FIELDS[k][0] in HARDWARE_GROUPS]
+        if s.get("quantity") == "budget_break_even":
+            what, at = "budget where compute stops binding", f"{float(s['GFLOPs']):.4g} GFLOP/s"
+        else:
+            what = f"{short(s['a'])} vs {short(s['b'])}{_basis_words(s.get('basis'))}"
+            at = fmt_GBps(float(s["GBps"]))
+            if hw:
+                top_hw[hw[0]] = top_hw.get(hw[0], 0) + 1
+            if order and order[0] in ("steps_a", "steps_b"):
+                steps_first += 1
+        rows.append([what, at, ", ".join(f"{k} {el[k]:+.3g}" for k in order[:4]),
+                     f"{hw[0]} {el[hw[0]]:+.3g}" if hw else "none"])
+    table = {"columns": ["break-even", "at", "largest elasticities (% per %)",
+                         "hardware number that moves it most (% per %)"],
+             "rows": rows,
+             "caption": ("Elasticity: % change of the break-even per % change of the parameter "
+                         "(implicit differentiation at the root); steps_a / steps_b are the first "
+                         "and second variant's steps to target; hardware: the links' and the "
+                         "module's rates.")}
+    words = []
+    if bandwidth:
+        ranked = sorted(top_hw.items(), key=lambda kv: -kv[1])
+        words.append(f"The steps to target move {steps_first} of the {len(bandwidth)} bandwidth "
+                     "break-evens more than any other number" + (
+                         "; of the hardware numbers, " + ", ".join(
+                             f"{k} moves {n} of them most" for k, n in ranked) if ranked else "")
+                     + " (elasticities, % per %).")
+    return table, words
 
 
 def _collapse(rows, key, value):
@@ -591,6 +687,12 @@ def shared_wan_view(sc: Scenario, results: dict) -> View:
         "Queues are counted in transfers waiting on the link (other jobs' and the sync's, up to "
         "1 MB each); the sync's bytes left (both directions) in MB (1e6 bytes).",
     ]
+    if approx:
+        acc = sw.get("approx_accuracy")
+        view.assumptions.append(
+            "Dashed lines: the queueing approximation of the mean step"
+            + (f" (stated accuracy {float(acc):.0%})" if isinstance(acc, (int, float)) else "")
+            + "; solid lines with points: the engine's mean, error bars its 95% interval.")
     return view
 
 
