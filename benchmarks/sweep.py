@@ -16,7 +16,6 @@ timed on a random sample of cells).
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 import subprocess
