@@ -28,6 +28,14 @@ DEFAULT_CHUNK_B = 256 * 2**20  # output bytes per chunk: large enough to amortis
 INNER = ("component", "energy", "stage")  # axes inside a cell, not cells themselves
 
 
+def _require_zarr() -> None:
+    """zarr is an optional dependency: say how to get it before any work is done."""
+    try:
+        import zarr  # noqa: F401
+    except ImportError:
+        raise ImportError("bandjax.store needs the zarr package: pip install 'bandjax[store]'") from None
+
+
 def _swept(sweep_args: dict) -> dict:
     """The arguments given as sequences (the sweep's dimensions), as lists."""
     return {k: np.asarray(v).tolist() if isinstance(v, np.ndarray) else list(v)
@@ -71,6 +79,7 @@ def write(path: str | os.PathLike, scenario=None, *, chunk_dim: str | None = Non
     Returns:
       ``Path(path)``.
     """
+    _require_zarr()
     from tqdm.auto import tqdm
 
     if isinstance(chunk_B, bool) or not isinstance(chunk_B, (int, float)) or not chunk_B > 0:
@@ -124,6 +133,7 @@ def write(path: str | os.PathLike, scenario=None, *, chunk_dim: str | None = Non
 def open(path: str | os.PathLike) -> xr.Dataset:  # noqa: A001 - the module's verb, as xr.open_*
     """A store written by :func:`write`, as a lazy dask-backed Dataset (one dask chunk per stored
     chunk): nothing is read until a value is asked for."""
+    _require_zarr()
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"sweep store {os.fspath(path)!r} does not exist")
