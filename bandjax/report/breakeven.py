@@ -340,9 +340,10 @@ def _breakeven_cli(args) -> int:
             if c.status == "already":
                 print(f"  {_short(a)} already beats {_short(b)}; nothing to change")
             elif c.status == "found":
-                print(f"  {_short(a)} beats {_short(b)} beyond {args.achieve} = "
-                      f"{_fmt_value(c.required, c.units)} (now {_fmt_value(c.current, c.units)}, "
-                      f"x {c.ratio:.4g})")
+                side = "below" if c.ratio < 1 else "above"
+                print(f"  {_short(a)} beats {_short(b)} with {args.achieve} {side} "
+                      f"{_fmt_value(c.required, c.units)} (now {_fmt_value(c.current, c.units)}; "
+                      f"x {c.ratio:.4g} is the smallest change)")
             else:
                 print(f"  no {args.achieve} in {_fmt_value(c.lo, c.units)} to "
                       f"{_fmt_value(c.hi, c.units)} makes {_short(a)} beat {_short(b)}")
