@@ -410,3 +410,24 @@ def test_breakeven_view_with_the_sections_results():
         f"steps_a {float(el['steps_a'][0]):+.3g}, steps_b {float(el['steps_b'][0]):+.3g}")
     assert "e-" not in sens["budget where compute stops binding"][2]  # rounding left out
     assert any("optics_Sps moves" in c and "of them most" in c for c in be.conclusion)
+
+
+def test_explore_reuses_a_report_for_the_same_scenario_only(tmp_path, capsys):
+    from bandjax import report
+    from bandjax.cli import main
+
+    report.write(tmp_path / "rep", bj.reference())
+    results = tmp_path / "rep" / "results.json"
+    assert main(["explore", "--out", str(tmp_path / "x"), "--results", str(results)]) == 0
+    html = (tmp_path / "x" / "explorer.html").read_text()
+    # the report's shared-WAN runs and break-evens reached the page
+    assert "The shared-WAN engine's results: not available yet" not in html
+    assert "not available yet (results key break_even_GBps)" not in html
+    other = tmp_path / "other.toml"
+    bj.save(bj.reference().replace(wan_Bps=50e9), other)
+    assert main(["explore", "--out", str(tmp_path / "y"), "--results", str(results),
+                 "--scenario", str(other)]) == 2
+    assert "written for another scenario" in capsys.readouterr().err
+    assert not (tmp_path / "y" / "explorer.html").exists()
+    assert main(["explore", "--out", str(tmp_path / "z"), "--results", str(tmp_path / "nope.json")]) == 2
+    assert "no such file" in capsys.readouterr().err

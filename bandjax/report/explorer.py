@@ -343,10 +343,34 @@ def write(out: str | Path, scenario: Scenario | None = None, results: dict | Non
     return path
 
 
+def read_results(path: str | Path, scenario: Scenario) -> dict:
+    """A results.json written by ``bandjax report`` for ``scenario``; an error if it was written
+    for another scenario or is not a report."""
+    import json
+
+    from ..scenario import to_toml_dict
+
+    try:
+        results = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ValueError(f"--results {str(path)!r}: no such file") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"--results {str(path)!r}: not JSON ({e})") from None
+    written_for = results.get("setup", {}).get("scenario") if isinstance(results, dict) else None
+    if written_for is None:
+        raise ValueError(f"--results {str(path)!r}: not a bandjax report (no setup.scenario)")
+    if written_for != json.loads(json.dumps(to_toml_dict(scenario))):
+        raise ValueError(f"--results {str(path)!r} was written for another scenario; "
+                         "pass the same --scenario it was written with, or leave --results out")
+    return results
+
+
 def _explore(args) -> int:
     from ..cli import load_scenario
 
-    path = write(args.out, load_scenario(args))
+    sc = load_scenario(args)
+    results = read_results(args.results, sc) if args.results else None
+    path = write(args.out, sc, results)
     print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)")
     return 0
 
@@ -360,6 +384,9 @@ def register_cli(sub) -> None:
                                    "WAN, model size, syncing every H steps and energy. It opens from "
                                    "disk with no network.")
     p.add_argument("--out", default="out", metavar="DIR", help="output folder (default: out)")
+    p.add_argument("--results", metavar="FILE",
+                   help="a results.json from `bandjax report` for the same scenario, reused "
+                        "instead of computed again (the shared-WAN runs take most of a minute)")
     scenario_arg(p)
     p.set_defaults(func=_explore)
 
