@@ -75,3 +75,18 @@ def test_cli_wan_bad_input(capsys, argv, match):
     code = cli.main(["wan", "--scheduler", "inline", *argv])
     assert code == 2
     assert match in capsys.readouterr().err
+
+
+def test_one_seed_has_no_interval_and_says_so():
+    assert all(np.isnan(shared_wan.ci95([4.0])))
+    # three samples: mean -/+ t(0.975, 2) s / sqrt(3), t(0.975, 2) = 4.302653 (Student t table)
+    lo, hi = shared_wan.ci95([1.0, 2.0, 3.0])
+    assert (lo, hi) == pytest.approx((2 - 4.302653 / np.sqrt(3), 2 + 4.302653 / np.sqrt(3)), rel=1e-6)
+    one = _json_ready(shared_wan.build(bandjax.reference(), {
+        "shared_wan": {**SMALL["shared_wan"], "seeds": 1, "loads": [0.0, 0.9]}}))
+    assert one["shared_wan"]["ci95_ms"]["adamw"] == [[None, None], [None, None]]
+    assert "[n/a: one seed]" in shared_wan.markdown(one)
+    from bandjax.report import views
+
+    view = views.shared_wan_view(bandjax.reference(), one)
+    assert all(r["lo_ms"] is None for r in view.data["steps"])

@@ -36,12 +36,13 @@ def _options(ctx: dict) -> dict:
 
 
 def ci95(samples) -> tuple[float, float]:
-    """Student-t 95% interval of the mean: mean -/+ t(0.975, n-1) s / sqrt(n)."""
+    """Student-t 95% interval of the mean: mean -/+ t(0.975, n-1) s / sqrt(n); NaN for one
+    sample, which has no interval."""
     from scipy.stats import t
 
     x = np.asarray(samples, dtype=float)
     if x.size < 2:
-        return float(x.mean()), float(x.mean())
+        return math.nan, math.nan
     half = float(t.ppf(0.975, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
     return float(x.mean() - half), float(x.mean() + half)
 
@@ -134,7 +135,8 @@ def markdown(results: dict) -> str:
         cells = []
         for j in range(len(loads)):
             lo, hi = r["ci95_ms"][vid][j]
-            cells.append(f"{s[j]:.3f} / {r['mean_step_ms'][vid][j]:.3f} [{lo:.3f}, {hi:.3f}] / "
+            interval = "[n/a: one seed]" if lo is None else f"[{lo:.3f}, {hi:.3f}]"
+            cells.append(f"{s[j]:.3f} / {r['mean_step_ms'][vid][j]:.3f} {interval} / "
                          f"x{r['growth'][vid][j]:.2f} / {r['approx_step_ms'][vid][j]:.3f}")
         lines.append(f"| {_v.get(vid).short} | " + " | ".join(cells) + " |")
     lines += [
@@ -181,7 +183,8 @@ def _wan(args) -> int:
             m = float(s.mean())
             print(f"{vid:<20} {x:>5g} {float(s.sel(seed=args.seed)):>10.3f} "
                   f"{float(ds.step_p95_s.sel(variant=vid, load=float(x), seed=args.seed)) * 1e3:>10.3f} "
-                  f"{m:>10.3f} {f'[{lo:.3f}, {hi:.3f}]':>21} {m / base:>7.2f} "
+                  f"{m:>10.3f} {'n/a (1 seed)' if math.isnan(lo) else f'[{lo:.3f}, {hi:.3f}]':>21} "
+                  f"{m / base:>7.2f} "
                   f"{approx[j, _v.IDS.index(vid)] * 1e3:>10.3f}")
     if args.out:
         from .._io import atomic_write_bytes

@@ -621,6 +621,8 @@ def shared_wan_view(sc: Scenario, results: dict) -> View:
     for vid in [v for v in _v.IDS if v in step]:
         for j, load in enumerate(loads):
             lo_hi = ci.get(vid, [None] * len(loads))[j] if vid in ci else None
+            if lo_hi is not None and lo_hi[0] is None:  # one seed: no interval
+                lo_hi = None
             r = {"variant": vid, "short": short(vid), "load": _num(load),
                  "step_ms": _num(step[vid][j]) if step[vid][j] is not None else None,
                  "lo_ms": _num(lo_hi[0]) if lo_hi else None, "hi_ms": _num(lo_hi[1]) if lo_hi else None}
@@ -632,7 +634,7 @@ def shared_wan_view(sc: Scenario, results: dict) -> View:
         for vid in [v for v in _v.IDS if v in step]:
             s = step[vid][j]
             cell = "n/a" if s is None else f"{float(s):.4g}"
-            if vid in ci and ci[vid][j]:
+            if vid in ci and ci[vid][j] and ci[vid][j][0] is not None:
                 lo, hi = ci[vid][j]
                 cell += f" [{float(lo):.4g}, {float(hi):.4g}]"
             cells.append(cell)
