@@ -137,7 +137,7 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
     if model is not None:
         vals, is_dim = as_list("model", model)
         labels, params = models(vals)
-        gpu = [float(sc.gpu_compute_s) * p / float(sc.params) for p in params]
+        gpu = [float(sc.at_model_size(p).gpu_compute_s) for p in params]
         add("model", (vals, is_dim), labels, {"params": params, "gpu_compute_s": gpu})
         model_params = params
     if workers_per_dc is not None:

@@ -75,11 +75,6 @@ def binding_stage(stages_s):
     return jnp.argmax(stages_s, axis=-1)[..., None] == jnp.arange(len(STAGES))
 
 
-def module_s(sc: Scenario):
-    """The module's time: the slowest of its pipelined stages."""
-    return jnp.max(module_stages_s(sc), axis=-1)
-
-
 def budget_break_even_FLOPs(sc: Scenario):
     """The budget above which the module's compute stops binding against its optics:
     transform FLOPs per parameter x optics rate (independent of P)."""

@@ -59,8 +59,7 @@ def problems(quick: bool = False):
                 "budget_FLOPs": [10e9, 40e9, 99e9, 400e9, np.inf]}
     ndim = len(dims) + 1  # the pair axis last
     fields = {k: _axis(v, i, ndim) for i, (k, v) in enumerate(dims.items())}
-    grid = sc.replace(**fields)
-    grid = grid.replace(gpu_compute_s=sc.gpu_compute_s * grid.params / sc.params)
+    grid = sc.at_model_size(fields.pop("params")).replace(**fields)
     pairs = [(a, b, basis) for a, b in itertools.combinations(variants.IDS, 2)
              for basis in (bandjax.BASES if "band_switch" in (a, b) else ("hypothesis",))]
     ia = np.array([variants.IDS.index(a) for a, _, _ in pairs])

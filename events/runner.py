@@ -94,9 +94,8 @@ def sweep(scenario: Scenario | None = None, *, variant=None, load=0.0, bandwidth
     if model is not None:
         vals, is_dim = as_list("model", model)
         labels, params = models(vals)
-        c, P0 = float(sc.gpu_compute_s), float(sc.params)
         add("model", (vals, is_dim), labels,
-            [{"params": p, "gpu_compute_s": c * p / P0} for p in params])
+            [{"params": p, "gpu_compute_s": float(sc.at_model_size(p).gpu_compute_s)} for p in params])
         model_params = (params, is_dim)
     if H is not None:
         vals, is_dim = as_list("H", H)

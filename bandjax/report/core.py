@@ -38,11 +38,6 @@ ASSUMPTIONS = {
 }
 
 
-def _f(x) -> float:
-    x = float(x)
-    return x
-
-
 def _steps_json(x):
     x = float(x)
     if math.isnan(x):
@@ -59,7 +54,7 @@ def build(sc: Scenario, ctx: dict) -> dict:
     b_idx = {b: i for i, b in enumerate(BUDGETS)}
 
     def per_budget(var, vid, scale=1.0):
-        return {b: _f(step_level[var].sel(variant=vid).isel(budget=b_idx[b])) * scale for b in BUDGETS}
+        return {b: float(step_level[var].sel(variant=vid).isel(budget=b_idx[b])) * scale for b in BUDGETS}
 
     stages = step_level["module_stage_s"]
     stage_at = {b: stages.isel(budget=b_idx[b]) for b in BUDGETS}
@@ -83,28 +78,28 @@ def build(sc: Scenario, ctx: dict) -> dict:
         "assumptions": ASSUMPTIONS,
         "step_ms": {vid: per_budget("step_s", vid, 1e3) for vid in ids},
         "stages_ms": {
-            **{s: _f(stage_at["free"].sel(stage=s)) * 1e3 for s in ("port", "optics", "fpga")},
-            "compute": {b: _f(stage_at[b].sel(stage="compute")) * 1e3 for b in BUDGETS},
+            **{s: float(stage_at["free"].sel(stage=s)) * 1e3 for s in ("port", "optics", "fpga")},
+            "compute": {b: float(stage_at[b].sel(stage="compute")) * 1e3 for b in BUDGETS},
             "binding": binding,
         },
         "budget_break_even_GFLOPs": float(budget_break_even_FLOPs(sc)) / 1e9,
-        "bytes_per_worker": {vid: _f(free["bytes_per_worker_B"].sel(variant=vid)) for vid in ids},
-        "wan_bytes_per_step": {vid: _f(free["wan_B"].sel(variant=vid)) for vid in ids},
-        "compute_share": {vid: _f(free["gpu_s"].sel(variant=vid) / free["step_s"].sel(variant=vid))
+        "bytes_per_worker": {vid: float(free["bytes_per_worker_B"].sel(variant=vid)) for vid in ids},
+        "wan_bytes_per_step": {vid: float(free["wan_B"].sel(variant=vid)) for vid in ids},
+        "compute_share": {vid: float(free["gpu_s"].sel(variant=vid) / free["step_s"].sel(variant=vid))
                           for vid in ids},
         "time_to_target_s": {
-            basis: {vid: _f(main["time_to_target_s"].sel(basis=basis, variant=vid).isel(budget=0))
+            basis: {vid: float(main["time_to_target_s"].sel(basis=basis, variant=vid).isel(budget=0))
                     for vid in ids} for basis in BASES},
         "steps_to_target": {
             basis: {vid: _steps_json(main["steps_to_target"].sel(basis=basis, variant=vid).isel(budget=0))
                     for vid in ids} for basis in BASES},
-        "hot_spots": {vid: {b: {c: _f(hot.sel(variant=vid, component=c).isel(budget=b_idx[b]))
+        "hot_spots": {vid: {b: {c: float(hot.sel(variant=vid, component=c).isel(budget=b_idx[b]))
                                 for c in COMPONENTS} for b in BUDGETS} for vid in ids},
         "energy": {
-            "per_step_J": {vid: {b: {part: _f(energy.sel(variant=vid, energy=part).isel(budget=b_idx[b]))
+            "per_step_J": {vid: {b: {part: float(energy.sel(variant=vid, energy=part).isel(budget=b_idx[b]))
                                      for part in ("compute", "network", "modules", "total")}
                                  for b in BUDGETS} for vid in ids},
-            "to_target_kJ": {basis: {vid: {b: _f(e2t.sel(basis=basis, variant=vid).isel(budget=b_idx[b])) / 1e3
+            "to_target_kJ": {basis: {vid: {b: float(e2t.sel(basis=basis, variant=vid).isel(budget=b_idx[b])) / 1e3
                                            for b in BUDGETS} for vid in ids} for basis in BASES},
         },
     }
@@ -113,9 +108,9 @@ def build(sc: Scenario, ctx: dict) -> dict:
                      quantities=("step_s", "time_to_target_s"))
     results["model_size"] = {
         m: {"params": PRESETS[m],
-            "step_ms": {vid: _f(by_model["step_s"].sel(model=m, basis="hypothesis", variant=vid)) * 1e3
+            "step_ms": {vid: float(by_model["step_s"].sel(model=m, basis="hypothesis", variant=vid)) * 1e3
                         for vid in ids},
-            "time_to_target_s": {basis: {vid: _f(by_model["time_to_target_s"].sel(model=m, basis=basis, variant=vid))
+            "time_to_target_s": {basis: {vid: float(by_model["time_to_target_s"].sel(model=m, basis=basis, variant=vid))
                                          for vid in ids} for basis in BASES}}
         for m in MODELS}
 
@@ -124,9 +119,9 @@ def build(sc: Scenario, ctx: dict) -> dict:
     results["sync_every_H"] = {
         "H": list(H_VALUES),
         "assumption": ASSUMPTIONS["sync_every_H"],
-        "step_ms": {vid: [_f(x) * 1e3 for x in by_H["step_s"].sel(basis="hypothesis", variant=vid).values]
+        "step_ms": {vid: [float(x) * 1e3 for x in by_H["step_s"].sel(basis="hypothesis", variant=vid).values]
                     for vid in ids},
-        "time_to_target_s": {basis: {vid: [_f(x) for x in by_H["time_to_target_s"].sel(basis=basis, variant=vid).values]
+        "time_to_target_s": {basis: {vid: [float(x) for x in by_H["time_to_target_s"].sel(basis=basis, variant=vid).values]
                                      for vid in ids} for basis in BASES},
     }
 
@@ -136,9 +131,9 @@ def build(sc: Scenario, ctx: dict) -> dict:
                     quantities=("step_s", "time_to_target_s", "status"))
     results["by_enob"] = {
         "enob": [int(e) for e in measured],
-        "step_ms": {vid: [_f(x) * 1e3 for x in by_enob["step_s"].sel(basis="hypothesis", variant=vid).values]
+        "step_ms": {vid: [float(x) * 1e3 for x in by_enob["step_s"].sel(basis="hypothesis", variant=vid).values]
                     for vid in ("band_pluggable", "band_switch")},
-        "time_to_target_s": {basis: {vid: [_f(x) for x in by_enob["time_to_target_s"].sel(basis=basis, variant=vid).values]
+        "time_to_target_s": {basis: {vid: [float(x) for x in by_enob["time_to_target_s"].sel(basis=basis, variant=vid).values]
                                      for vid in ("band_pluggable", "band_switch")} for basis in BASES},
         "status": {basis: {vid: [str(_STATUS[int(x)]) for x in by_enob["status"].sel(basis=basis, variant=vid).values]
                            for vid in ("band_pluggable", "band_switch")} for basis in BASES},
