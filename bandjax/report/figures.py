@@ -231,7 +231,7 @@ def breakeven_chart(view: _views.View, sc: Scenario, interactive: bool = False):
     def panel(basis):
         sel = _sel(sc, interactive, basis)
         x = _log_x("WAN bandwidth per direction (GB/s, log)", _views.BANDWIDTH_RANGE_GBps)
-        y = alt.Y("ratio:Q", title="time to target, first / second (log; below 1 the first wins)",
+        y = alt.Y("ratio:Q", title="time to target, first / second (log)",
                   scale=_fitted(d["ratios"], "ratio", sc, interactive, basis, include=[1.0]),
                   axis=alt.Axis(format="~g"))
         # colour: the second variant (its colour on every chart); dash: the in-transit first
@@ -285,7 +285,8 @@ def shared_wan_charts(view: _views.View, sc: Scenario, interactive: bool = False
         kinds = [ENGINE_LEGEND] + ([APPROX_LEGEND] if any("approx_ms" in r for r in d["steps"]) else [])
         dash = alt.StrokeDash("kind:N", title="mean step", scale=alt.Scale(
             domain=kinds, range=[[1, 0], [5, 3]][:len(kinds)]), legend=alt.Legend(
-            symbolStrokeColor="#333", symbolStrokeWidth=2.5, labelLimit=360))
+            symbolType="stroke", symbolStrokeColor="#333", symbolStrokeWidth=2.5, symbolSize=400,
+            labelLimit=360))
         engine = base.transform_calculate(kind=f"'{ENGINE_LEGEND}'")
         layers = [engine.mark_line(point=alt.OverlayMarkDef(size=40), strokeWidth=2).encode(
             x=x, y=y, color=_variant_color(), strokeDash=dash, tooltip=[
@@ -343,7 +344,7 @@ def model_chart(view: _views.View, sc: Scenario, interactive: bool = False):
                           header=alt.Header(labelLimit=0, titleFontSize=13)),
         tooltip=[alt.Tooltip("bar:N", title="variant"), "model:N",
                  alt.Tooltip("t_s:Q", format=".3g", title="time to target (s)"), "status:N"],
-    ).properties(width=150, height=HEIGHT - 40)
+    ).properties(width=125, height=HEIGHT - 40)
     if interactive:
         chart = chart.add_params(*_params(True, sc))
     return _finish(chart), {"bars": view.data["bars"]}
@@ -387,7 +388,7 @@ def energy_chart(view: _views.View, sc: Scenario, interactive: bool = False):
         y=alt.Y("J:Q", title="energy per step (J)"), color=color, order=order,
         tooltip=[alt.Tooltip("short:N", title="variant"), "part:N",
                  alt.Tooltip("J:Q", format=".4g", title="J")],
-    ).properties(width=300, height=HEIGHT - 20, title="per step")
+    ).properties(width=250, height=HEIGHT - 20, title="per step")
     to_target = alt.Chart(alt.NamedData(name="to_target")).transform_filter(
         _filter(sel, ("enob", "budget"))).transform_calculate(
         order=f"indexof({json.dumps(list(PART_COLORS))}, datum.part)").mark_bar().encode(
@@ -395,7 +396,7 @@ def energy_chart(view: _views.View, sc: Scenario, interactive: bool = False):
         y=alt.Y("kJ:Q", title="energy to target (kJ)"), color=color, order=order,
         tooltip=[alt.Tooltip("bar:N", title="variant"), "part:N",
                  alt.Tooltip("kJ:Q", format=".4g", title="kJ")],
-    ).properties(width=340, height=HEIGHT - 20, title="to target")
+    ).properties(width=290, height=HEIGHT - 20, title="to target")
     chart = alt.hconcat(per_step, to_target, spacing=40)
     if interactive:
         chart = chart.add_params(*_params(True, sc))
