@@ -304,7 +304,7 @@ def page(scenario: Scenario | None = None, results: dict | None = None) -> str:
     ctl = _views.controls(sc)
     page_data = {
         "grid_GBps": bw.data["grid_GBps"],
-        "names": {v.short: _views.name(v.id) for v in _v.VARIANTS},
+        "names": {v.short: _views.legend_name(v) for v in _v.VARIANTS},
         "budget_names": {v: label for v, label in ctl["budget"]["options"]},
         "initial": {**{c: ctl[c]["value"] for c in _views.CONTROLS}, "bwi": bw.data["start"], "tj": 0},
         "conclusions": {v.key: {"by": v.by_setting, "settled": v.settled} for v in views if v.by_setting},

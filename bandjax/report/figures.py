@@ -84,7 +84,7 @@ def _variant_color(field="short"):
 
 def _label_expr() -> str:
     """Legend labels: the short name expanded to what the variant does."""
-    names = {v.short: _views.name(v.id) for v in _v.VARIANTS}
+    names = {v.short: _views.legend_name(v) for v in _v.VARIANTS}
     return f"{json.dumps(names)}[datum.label] || datum.label"
 
 

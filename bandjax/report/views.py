@@ -96,7 +96,10 @@ def short(vid: str) -> str:
 
 def name(vid: str) -> str:
     """The legend name of a variant: its short label and what it does."""
-    v = _v.get(vid)
+    return legend_name(_v.get(vid))
+
+
+def legend_name(v: _v.Variant) -> str:
     return v.short if v.short == v.label else f"{v.short}: {v.label}"
 
 
