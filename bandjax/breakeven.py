@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass
 from functools import partial
 
+from . import _jax  # noqa: F401  (64-bit floats, the Scenario PyTree)
 import jax
 import jax.numpy as jnp
 import numpy as np

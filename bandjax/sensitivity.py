@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from . import _jax  # noqa: F401  (64-bit floats, the Scenario PyTree)
 import jax
 import jax.numpy as jnp
 import numpy as np
