@@ -209,24 +209,27 @@ def allowed_text(name: str) -> str:
     return text + (" or 'free'" if inf_ok else "")
 
 
-def check_field(name: str, value) -> None:
+def check_field(name: str, value, *, whole: bool = True) -> None:
     """Raise :class:`ScenarioError` unless every element of ``value`` is allowed for field ``name``.
 
     The one check of a field, whichever way it arrives (a file, :meth:`Scenario.replace`, a sweep).
     The message names the file key, the value in the file's units and what is allowed. Values that
-    are not concrete (jax tracers or arrays inside jit) are not checked.
+    are not concrete (jax tracers or arrays inside jit) are not checked. ``whole=False`` lets the
+    counts that must be whole in a file or a sweep (n, K) take any value in their range:
+    :meth:`Scenario.replace` does, so that derivatives in n can be checked by finite differences.
     """
     if isinstance(value, (bool, np.bool_)):
         raise ScenarioError(f"{_where(name)} = {value!r}: expected a number, not a boolean")
     if not isinstance(value, (int, float, np.ndarray, np.number, list, tuple)):
         return
-    lo, lo_ok, hi, hi_ok, whole, inf_ok = LIMITS[name]
+    lo, lo_ok, hi, hi_ok, must_be_whole, inf_ok = LIMITS[name]
+    must_be_whole = must_be_whole and (whole or name == "topology")
     for x in np.asarray(value, dtype=float).ravel():
         x = float(x)
         good = (not math.isnan(x) and (x > lo or (lo_ok and x == lo))
                 and (x < hi or (hi_ok and x == hi) or (inf_ok and x == math.inf))
                 and (math.isfinite(x) or (inf_ok and x == math.inf))
-                and (not whole or x.is_integer()))
+                and (not must_be_whole or x.is_integer()))
         if not good:
             shown = "nan" if math.isnan(x) else ("inf" if math.isinf(x) else _shown(name, x))
             raise ScenarioError(f"{_where(name)} = {shown!r}: must be {allowed_text(name)}")
@@ -305,7 +308,8 @@ class Scenario:
         """A copy with ``changes``; each concrete value is checked (:func:`check_field`).
 
         ``gpu_compute_s=c`` (for callers that set c directly) sets the GPU peak that gives c at
-        the new P and utilisation.
+        the new P and utilisation. Counts that a file or a sweep requires whole (n, K) may take
+        any value in their range here (a continuous extension, for derivatives).
         """
         if "gpu_compute_s" in changes:
             c = changes.pop("gpu_compute_s")
@@ -314,7 +318,7 @@ class Scenario:
                                          * get("tokens_per_worker") / (c * get("utilisation")))
         for name, value in changes.items():
             if name in LIMITS:
-                check_field(name, value)
+                check_field(name, value, whole=False)
         return dataclasses.replace(self, **changes)
 
     def at_model_size(self, params) -> "Scenario":
