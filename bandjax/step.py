@@ -139,12 +139,9 @@ def step_parts_s(sc: Scenario) -> tuple:
 def step_terms_s(sc: Scenario):
     """Each variant's step split into :data:`COMPONENTS`, shape (..., variant, component), s.
 
-        adamw               c + 2(n-1)/n G/port          + WAN(G)  + d
-        topk                c + (N-1) K/port             + WAN(K)  + d
-        band_gpu            c + (N-1) b/port             + WAN(b)  + d
-        band_gpu_allreduce  c + 2(n-1)/n b/port          + WAN(b)  + d
-        band_pluggable      c + module + (N-1) b/qsfp    + WAN(b)  + d
-        band_switch         c + G/port + module + 2 b/qsfp + WAN(b) + d
+        ring all-reduce of p     c + 2(n-1)/n p/port               + WAN(p) + d    (AdamW, C')
+        all-gather of p          c + module? + (N-1) p/link        + WAN(p) + d    (top-k, C, E)
+        in-network sum of b      c + G/port + module + 2 b/qsfp    + WAN(b) + d    (E')
 
     WAN(p) = bytes per directed link / B + hops x latency (:mod:`bandjax.variants`), N = K n. Only
     the module's binding stage holds time. Syncing every H steps divides every term but c by H;
