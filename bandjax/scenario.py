@@ -224,15 +224,17 @@ def check_field(name: str, value, *, whole: bool = True) -> None:
         return
     lo, lo_ok, hi, hi_ok, must_be_whole, inf_ok = LIMITS[name]
     must_be_whole = must_be_whole and (whole or name == "topology")
-    for x in np.asarray(value, dtype=float).ravel():
-        x = float(x)
-        good = (not math.isnan(x) and (x > lo or (lo_ok and x == lo))
-                and (x < hi or (hi_ok and x == hi) or (inf_ok and x == math.inf))
-                and (math.isfinite(x) or (inf_ok and x == math.inf))
-                and (not must_be_whole or x.is_integer()))
-        if not good:
-            shown = "nan" if math.isnan(x) else ("inf" if math.isinf(x) else _shown(name, x))
-            raise ScenarioError(f"{_where(name)} = {shown!r}: must be {allowed_text(name)}")
+    x = np.asarray(value, dtype=float).ravel()
+    with np.errstate(invalid="ignore"):
+        good = (x > lo) | (lo_ok & (x == lo))
+        good &= (x < hi) | (hi_ok & (x == hi)) | (inf_ok & (x == math.inf))
+        good &= np.isfinite(x) | (inf_ok & (x == math.inf))
+        if must_be_whole:
+            good &= np.isfinite(x) & (x == np.round(x))
+    if not np.all(good):  # one vectorised test; the first bad value is named
+        bad = float(x[np.argmin(good)])
+        shown = "nan" if math.isnan(bad) else ("inf" if math.isinf(bad) else _shown(name, bad))
+        raise ScenarioError(f"{_where(name)} = {shown!r}: must be {allowed_text(name)}")
 
 
 def _fixed_default() -> dict:
@@ -344,7 +346,9 @@ class Scenario:
           steps: its measured steps: a number or ``"never"`` (``v.steps == "flat"``), or a mapping
             ENOB -> steps (``"enob"``); none for a variant with a rule.
         """
-        registry = tuple(u for u in self.variants if u.id != v.id) + (v,)
+        # a variant of the same id is replaced where it stands (the variant axis keeps its order)
+        registry = (tuple(v if u.id == v.id else u for u in self.variants) if v.id in self.ids
+                    else self.variants + (v,))
         _variants.check_registry(registry)
         fixed = {**self.fixed_s, v.id: v.d_s if d_s is None else d_s}
         s = self.steps

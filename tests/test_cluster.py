@@ -328,3 +328,20 @@ def test_data_modules_do_not_load_jax():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_a_changed_rule_and_a_smaller_registry_round_trip(tmp_path):
+    import dataclasses
+
+    from bandjax.variants import Rule
+
+    e_prime = dataclasses.replace(REF.variant("band_switch"),
+                                  rule=Rule(("band_pluggable",), ("band_pluggable", "band_gpu_allreduce")))
+    sc = REF.with_variant(e_prime)
+    bandjax.save(sc, tmp_path / "s.toml")
+    back = bandjax.load(tmp_path / "s.toml")
+    assert back.variant("band_switch").rule == e_prime.rule
+    assert back.ids == sc.ids == REF.ids  # replaced where it stood
+    # the old keys still work: exact_from rewrites the exact side of the rule
+    (tmp_path / "old.toml").write_text('[steps]\nexact_from = "band_gpu_allreduce"\n')
+    assert bandjax.load(tmp_path / "old.toml").variant("band_switch").rule == e_prime.rule
