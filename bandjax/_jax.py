@@ -6,7 +6,6 @@ scenario (the event engine, the CLI's ``--help``) does not load jax.
 """
 
 import jax
-import jax.numpy as jnp  # noqa: F401  (re-exported for the model modules)
 
 from .scenario import LEAVES, Scenario
 
