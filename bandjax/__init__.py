@@ -4,8 +4,8 @@ Closed forms of the reference model (``shared/model.md``) as pure JAX functions 
 The public API is what this module exports; everything else is an implementation detail.
 
 Exports load lazily (PEP 562): ``import bandjax.scenario`` (the event engine, the CLI's help) does
-not load jax; the first use of a jax-backed export does, with 64-bit floats on
-(:mod:`bandjax._jax`).
+not load jax; the first use of an export here does, with 64-bit floats on and the scenario
+registered as a PyTree (:mod:`bandjax._jax`).
 """
 
 import importlib
@@ -61,6 +61,9 @@ __all__ = [
 
 
 def __getattr__(name):
+    if name in _EXPORTS and _EXPORTS[name] != "units":
+        # The public API is the model's: a Scenario from here is a PyTree at once (jax, x64 on).
+        importlib.import_module("._jax", __name__)
     if name in _EXPORTS:
         value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
     elif name in _MODULES:
