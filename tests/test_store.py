@@ -224,3 +224,24 @@ def test_a_scheduler_that_does_not_answer_is_one_clear_error(tmp_path, monkeypat
     with pytest.raises(ValueError, match="scheduler = 'cluster' is not known; allowed: None"):
         store.write(tmp_path / "s.zarr", progress=False, scheduler="cluster", **SMALL)
     assert not list(tmp_path.iterdir())
+
+
+def test_the_store_command_writes_the_sweep(tmp_path, monkeypatch, capsys):
+    import argparse
+
+    from bandjax import store_cli
+
+    parser = argparse.ArgumentParser()
+    store_cli.register_cli(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["store", str(tmp_path / "c.zarr"), "--bandwidth", "0.5", "50",
+                              "--points", "7", "--budget", "free", "200", "--quiet",
+                              "--quantities", "step_s", "status"])
+    assert args.func(args) == 0
+    assert "wrote" in capsys.readouterr().out
+    xr.testing.assert_identical(
+        store.open(tmp_path / "c.zarr").load(),
+        bandjax.sweep(bandwidth=np.geomspace(0.5, 50.0, 7), budget=["free", 200.0],
+                      quantities=("step_s", "status")))
+    bad = parser.parse_args(["store", str(tmp_path / "d.zarr"), "--bandwidth", "5", "0.5"])
+    with pytest.raises(ValueError, match=r"--bandwidth = 5 0.5 GB/s: must be finite with 0 < LO"):
+        bad.func(bad)
