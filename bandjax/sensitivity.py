@@ -21,6 +21,7 @@ import numpy as np
 
 from . import breakeven as _be
 from .scenario import Scenario
+from .step import step_s
 
 __all__ = ["budget_elasticities", "crossing_elasticities", "elasticities"]
 
@@ -34,7 +35,7 @@ def _scaled(theta, names, z):
     return theta
 
 
-@partial(jax.jit, static_argnames=("bandwidth", "grid", "max_roots"))
+@partial(jax.jit, static_argnames=("k", "bandwidth", "grid", "max_roots"))
 def crossing_elasticities(sc: Scenario, ia, ib, steps_a, steps_b, lo, hi, k=0, *,
                           bandwidth: bool = True, grid: int = _be.GRID,
                           max_roots: int = _be.MAX_ROOTS):
@@ -58,6 +59,40 @@ def crossing_elasticities(sc: Scenario, ia, ib, steps_a, steps_b, lo, hi, k=0, *
     return jax.jacfwd(log_crossings)(jnp.zeros(len(_be.PARAMETERS)))
 
 
+@partial(jax.jit, static_argnames=("k",))
+def _field_elasticities(sc: Scenario, ia, ib, steps_a, steps_b, x, k: int):
+    """d log x* / d log p at known crossings ``x`` (..., max_roots) of the search over parameter
+    number ``k`` (static), by the implicit function theorem at the root:
+
+        e_p = -(dr/dz_p) / (dr/du),   u = log x*,  z_p = log p
+
+    with r the residual of :func:`bandjax.breakeven.field_crossings`. The same derivative the
+    search's own implicit step gives (0 where dr/du is 0 or not finite), without compiling the
+    search a second time. Shape (..., max_roots, parameter); NaN where x is not a number.
+    """
+    theta = (sc, jnp.asarray(steps_a, dtype=float), jnp.asarray(steps_b, dtype=float))
+    names = _be.PARAMETERS
+    if names[k] == "steps_a":  # the searched steps are a variable, not a table entry
+        theta = (sc, jnp.ones_like(theta[1]), theta[2])
+    if names[k] == "steps_b":
+        theta = (sc, theta[1], jnp.ones_like(theta[2]))
+
+    def residual(u, z):  # u: (...,) one crossing per point
+        sc_x, na, nb = _be.with_parameter_at(_scaled(theta, names, z), k, jnp.exp(u))
+        s = step_s(sc_x)
+        return jnp.log(na * _be._pick(s, ia)) - jnp.log(nb * _be._pick(s, ib))
+
+    def one_root(u):
+        z0 = jnp.zeros(len(names))
+        r_z = jax.jacfwd(lambda z: residual(u, z))(z0)  # (..., parameter)
+        _, r_u = jax.jvp(lambda v: residual(v, z0), (u,), (jnp.ones_like(u),))
+        safe = jnp.isfinite(r_u) & (r_u != 0)
+        e = jnp.where(safe[..., None], -r_z / jnp.where(safe, r_u, 1.0)[..., None], 0.0)
+        return jnp.where(jnp.isfinite(u)[..., None], e, jnp.nan)
+
+    return jax.vmap(one_root, in_axes=-1, out_axes=-2)(jnp.log(jnp.asarray(x, dtype=float)))
+
+
 def elasticities(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
                  basis: str = "hypothesis", lo=None, hi=None, parameters=None,
                  grid: int = _be.GRID) -> tuple[_be.BreakEven, dict[str, np.ndarray]]:
@@ -78,10 +113,14 @@ def elasticities(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
         if n != result.parameter and not _is_energy(n))
     for n in names:
         _be._check_parameter(n)
-    jac = np.asarray(crossing_elasticities(
-        sc, _be._v.IDS.index(result.a), _be._v.IDS.index(result.b), result.steps_a,
-        result.steps_b, result.lo, result.hi, _be.PARAMETERS.index(result.parameter),
-        bandwidth=result.parameter == "wan_Bps", grid=grid, max_roots=result.x.shape[-1]))
+    ia, ib = _be._v.IDS.index(result.a), _be._v.IDS.index(result.b)
+    k = _be.PARAMETERS.index(result.parameter)
+    if result.parameter == "wan_Bps":
+        jac = np.asarray(crossing_elasticities(
+            sc, ia, ib, result.steps_a, result.steps_b, result.lo, result.hi, k, bandwidth=True,
+            grid=grid, max_roots=result.x.shape[-1]))
+    else:  # at the crossings found: the search is not compiled again
+        jac = np.asarray(_field_elasticities(sc, ia, ib, result.steps_a, result.steps_b, result.x, k))
     return result, {n: jac[..., _be.PARAMETERS.index(n)] for n in names}
 
 
