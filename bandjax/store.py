@@ -281,16 +281,17 @@ def write(path: str | os.PathLike, scenario=None, *, chunk_dim: str | None = Non
         widths = {k: labels[k].dtype for k in text}
     del probe
 
-    recover(path)
-    partial = _beside(path, PARTIAL)
-    partial.mkdir()
-    (partial / PARTIAL_MARKER).touch()
-    data = partial / "data"
     starts = builtins.range(0, len(values), per_chunk)
     x64 = bool(jax.config.jax_enable_x64)
     fn = _Chunker(scenario, sweep_args, dim, values, per_chunk, widths, x64)
+    # Connected (or refused) before anything is written beside path.
     executor = _InProcess() if scheduler is None else _Dask(scheduler)
+    partial = _beside(path, PARTIAL)
+    data = partial / "data"
     try:
+        recover(path)
+        partial.mkdir()
+        (partial / PARTIAL_MARKER).touch()
         with tqdm(total=len(starts), unit="chunk", disable=not progress,
                   desc=f"sweep to {path.name}") as bar:
             for start, chunk in zip(starts, executor.chunks(fn, starts)):
