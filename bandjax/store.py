@@ -31,7 +31,6 @@ from __future__ import annotations
 import builtins
 import collections
 import json
-import math
 import os
 import shutil
 from pathlib import Path
