@@ -215,10 +215,10 @@ def with_parameter_at(theta, k, value):
     if isinstance(k, (int, np.integer)):
         name = PARAMETERS[int(k)]
         if name.startswith("fixed_s."):  # the fixed times are stacked: one shape for all
-            sc = theta[0]
-            shape = jnp.broadcast_shapes(jnp.shape(value), *(jnp.shape(v) for v in sc.fixed_s.values()))
-            fixed = {v: jnp.broadcast_to(jnp.asarray(t, dtype=float), shape) for v, t in sc.fixed_s.items()}
-            theta = (sc.replace(fixed_s=fixed), *theta[1:])
+            fixed = theta[0].fixed_s
+            shape = jnp.broadcast_shapes(jnp.shape(value), *(jnp.shape(t) for t in fixed.values()))
+            fixed = {v: jnp.broadcast_to(jnp.asarray(t, dtype=float), shape) for v, t in fixed.items()}
+            theta = (theta[0].replace(fixed_s=fixed), *theta[1:])
         return with_parameter(theta, name, value)
     for j, name in enumerate(PARAMETERS):
         theta = with_parameter(theta, name, jnp.where(k == j, value, get_parameter(theta, name)))
