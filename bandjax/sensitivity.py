@@ -22,6 +22,7 @@ import numpy as np
 
 from . import breakeven as _be
 from .scenario import Scenario
+from .step import step_s
 
 __all__ = ["budget_elasticities", "crossing_elasticities", "elasticities"]
 
@@ -35,7 +36,7 @@ def _scaled(theta, names, z):
     return theta
 
 
-@partial(jax.jit, static_argnames=("bandwidth", "grid", "max_roots"))
+@partial(jax.jit, static_argnames=("k", "bandwidth", "grid", "max_roots"))
 def crossing_elasticities(sc: Scenario, ia, ib, steps_a, steps_b, lo, hi, k=0, *,
                           bandwidth: bool = True, grid: int = _be.GRID,
                           max_roots: int = _be.MAX_ROOTS):
@@ -60,6 +61,42 @@ def crossing_elasticities(sc: Scenario, ia, ib, steps_a, steps_b, lo, hi, k=0, *
     return jax.jacfwd(log_crossings)(jnp.zeros(len(names)))
 
 
+@partial(jax.jit, static_argnames=("k", "names"))
+def _field_elasticities(sc: Scenario, ia, ib, steps_a, steps_b, x, k: int, names: tuple):
+    """d log x* / d log p at known crossings ``x`` (..., max_roots) of the search over parameter
+    number ``k`` (static), for each parameter p of ``names`` (static), by the implicit function
+    theorem at the root:
+
+        e_p = -(dr/dz_p) / (dr/du),   u = log x*,  z_p = log p
+
+    with r the residual of :func:`bandjax.breakeven.field_crossings`. The same derivative the
+    search's own implicit step gives (0 where dr/du is 0 or not finite), without compiling the
+    search a second time. Shape (..., max_roots, len(names)); NaN where x is not a number.
+    """
+    theta = (sc, jnp.asarray(steps_a, dtype=float), jnp.asarray(steps_b, dtype=float))
+    searched = _be.parameters(sc)[k]
+    if searched == "steps_a":  # the searched steps are a variable, not a table entry
+        theta = (sc, jnp.ones_like(theta[1]), theta[2])
+    if searched == "steps_b":
+        theta = (sc, theta[1], jnp.ones_like(theta[2]))
+
+    def residual(u, z):  # u: (...,) one crossing per point; z[-1] moves u, z[:-1] the parameters
+        sc_x, na, nb = _be.with_parameter_at(_scaled(theta, names, z[:-1]), k, jnp.exp(u + z[-1]))
+        s = step_s(sc_x)
+        return jnp.log(na * _be._pick(s, ia)) - jnp.log(nb * _be._pick(s, ib))
+
+    def one_root(u):
+        # One forward pass with a tangent per parameter and one for u: dr/dz and dr/du together.
+        jac = jax.jacfwd(lambda z: residual(u, z))(jnp.zeros(len(names) + 1))
+        r_z, r_u = jac[..., :-1], jac[..., -1]
+        safe = jnp.isfinite(r_u) & (r_u != 0)
+        e = jnp.where(safe[..., None], -r_z / jnp.where(safe, r_u, 1.0)[..., None], 0.0)
+        # The searched parameter is replaced by x: its own elasticity is 0, as in the search.
+        return jnp.where(jnp.isfinite(u)[..., None], e, jnp.nan)
+
+    return jax.vmap(one_root, in_axes=-1, out_axes=-2)(jnp.log(jnp.asarray(x, dtype=float)))
+
+
 def elasticities(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
                  basis: str = "hypothesis", lo=None, hi=None, parameters=None,
                  grid: int = _be.GRID) -> tuple[_be.BreakEven, dict[str, np.ndarray]]:
@@ -81,11 +118,17 @@ def elasticities(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
     for n in names:
         _be._check_parameter(n, sc)
     every = _be.parameters(sc)
-    jac = np.asarray(crossing_elasticities(
-        sc, sc.ids.index(result.a), sc.ids.index(result.b), result.steps_a,
-        result.steps_b, result.lo, result.hi, every.index(result.parameter),
-        bandwidth=result.parameter == "wan_Bps", grid=grid, max_roots=result.x.shape[-1]))
-    return result, {n: jac[..., every.index(n)] for n in names}
+    ia, ib = sc.ids.index(result.a), sc.ids.index(result.b)
+    k = every.index(result.parameter)
+    if result.parameter == "wan_Bps":
+        jac = np.asarray(crossing_elasticities(
+            sc, ia, ib, result.steps_a, result.steps_b, result.lo, result.hi, k, bandwidth=True,
+            grid=grid, max_roots=result.x.shape[-1]))
+        return result, {n: jac[..., every.index(n)] for n in names}
+    # at the crossings found, for the parameters asked: the search is not compiled again
+    jac = np.asarray(_field_elasticities(sc, ia, ib, result.steps_a, result.steps_b, result.x,
+                                         k, names))
+    return result, {n: jac[..., i] for i, n in enumerate(names)}
 
 
 def _is_energy(name: str) -> bool:

@@ -3,16 +3,34 @@
 :func:`write` runs :func:`bandjax.sweep` on one slice of a swept argument at a time (every slice
 but the last has the same shape, so the jitted closed forms compile at most twice), appends each
 slice's labelled Dataset to a zarr store and drops it, so peak memory is one chunk, whatever the
-size of the whole sweep. :func:`open` reads the store back as a dask-backed (lazy) Dataset.
+size of the whole sweep. The slices may be computed by the workers of a dask cluster
+(``scheduler=``); the writing stays in the calling process, in order. :func:`open` reads the store
+back as a dask-backed (lazy) Dataset.
 
-The store is written under ``<path>.partial`` and renamed to ``path`` only when complete, so a
-reader (or a crash) never sees half a sweep.
+A store is written whole: a reader, a crash or an interrupt never leaves half a sweep at ``path``,
+nor an old store half removed. Beside ``path`` (say ``s.zarr``) :func:`write` uses three names:
+
+1. ``s.zarr.partial/``: a folder holding the new store while it is written (``data``, incomplete,
+   always discarded) and the marker file :data:`PARTIAL_MARKER`;
+2. ``s.zarr.new``: the new store, complete (moved from ``.partial/data`` after the last chunk);
+3. ``s.zarr.old``: the old store, renamed aside, then removed.
+
+The swap is two renames, ``s.zarr -> s.zarr.old`` then ``s.zarr.new -> s.zarr``. Between them
+``s.zarr`` does not exist for a moment; :func:`open` then reads ``s.zarr.new`` (complete), and after
+a process killed in that window it does the same until the next :func:`write`. The next
+:func:`write` (and an interrupted one, on its way out) recovers first: it discards ``.partial``,
+finishes a swap whose ``.new`` is complete (rolling forward) and removes ``.old``, so at every
+moment ``path`` or its ``.new`` opens as one complete store, the old or the new. Every complete
+store carries the marker file :data:`MARKER`, removed last when a store is removed; a path, or one of
+these names, that exists but is not a store of ours (a file, a device, a foreign folder) is refused,
+never removed.
 """
 
 from __future__ import annotations
 
 import builtins
-import math
+import collections
+import json
 import os
 import shutil
 from pathlib import Path
@@ -23,7 +41,11 @@ import xarray as xr
 from .grid import sweep
 
 DEFAULT_CHUNK_B = 256 * 2**20  # output bytes per chunk: large enough to amortise a call
-
+CONNECT_TIMEOUT_S = 10.0  # how long to wait for an existing dask scheduler
+LOCAL_WORKERS = 2  # processes of the LocalCluster made for scheduler="local"
+MARKER = ".bandjax-store"  # a file in every complete store written here: ours to replace
+PARTIAL_MARKER = ".bandjax-partial"  # a file in the folder that holds a store being written
+PARTIAL, NEW, OLD = ".partial", ".new", ".old"
 
 INNER = ("component", "energy", "stage")  # axes inside a cell, not cells themselves
 
@@ -57,40 +79,197 @@ def chunk_dim_of(sweep_args: dict, chunk_dim: str | None = None) -> str:
     return chunk_dim
 
 
+# --------------------------------------------------------------------------- the store on disk
+
+
+def _beside(path: Path, suffix: str) -> Path:
+    return path.with_name(path.name + suffix)
+
+
+def _is_ours(p: Path, marker: str = MARKER) -> bool:
+    """A folder of ours: holding ``marker``, or empty (a removal that was cut short at its end)."""
+    if not p.is_dir() or p.is_symlink():
+        return False
+    return (p / marker).is_file() or not any(p.iterdir())
+
+
+def _refuse_foreign(p: Path, marker: str = MARKER) -> None:
+    """Raise unless ``p`` is absent or a folder of ours (see :func:`_is_ours`)."""
+    if not os.path.lexists(p) or _is_ours(p, marker):
+        return
+    kind = ("a symbolic link" if p.is_symlink() else "a folder that is not a sweep store" if p.is_dir()
+            else "a regular file" if p.is_file() else "not a regular file or folder (a device?)")
+    raise FileExistsError(f"store path {os.fspath(p)!r} exists and is {kind}; store.write replaces "
+                          f"only a store it wrote (a folder holding {marker!r}): remove it or "
+                          "choose another path")
+
+
+def _remove(p: Path, marker: str = MARKER) -> None:
+    """Remove a folder of ours, its marker last: cut short, what is left is still known as ours."""
+    if not os.path.lexists(p):
+        return
+    for child in p.iterdir():
+        if child.name != marker:
+            shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+    (p / marker).unlink(missing_ok=True)
+    p.rmdir()
+
+
+def _check_names(path: Path) -> None:
+    for p in (path, _beside(path, NEW), _beside(path, OLD)):
+        _refuse_foreign(p)
+    _refuse_foreign(_beside(path, PARTIAL), PARTIAL_MARKER)
+
+
+def recover(path: str | os.PathLike) -> None:
+    """Finish or undo what a killed or interrupted :func:`write` left beside ``path``.
+
+    ``.partial`` is discarded; a complete ``.new`` replaces ``path`` (the swap is rolled forward);
+    ``.old`` is removed once ``path`` is a complete store, else renamed back. Leftovers that are not
+    stores of ours are refused (FileExistsError), never removed.
+    """
+    path = Path(path)
+    partial, new, old = (_beside(path, s) for s in (PARTIAL, NEW, OLD))
+    _check_names(path)
+    _remove(partial, PARTIAL_MARKER)
+    if os.path.lexists(new):
+        if os.path.lexists(path):
+            if os.path.lexists(old):
+                _remove(old)
+            os.rename(path, old)
+        os.rename(new, path)
+    if os.path.lexists(old):
+        if os.path.lexists(path):
+            _remove(old)
+        else:
+            os.rename(old, path)
+
+
+def _swap(path: Path, data: Path) -> None:
+    """Put the complete store ``data`` in place of ``path`` (see the module's docstring)."""
+    new, old = _beside(path, NEW), _beside(path, OLD)
+    (data / MARKER).write_text(json.dumps({"format": 1}) + "\n")
+    os.rename(data, new)
+    if os.path.lexists(path):
+        os.rename(path, old)
+    os.rename(new, path)
+    _remove(old)
+
+
+# --------------------------------------------------------------------------- computing the chunks
+
+
+def _chunk(scenario, sweep_args: dict, dim: str, values: list, widths: dict, x64: bool) -> xr.Dataset:
+    """One slice of the sweep, as :func:`write` stores it (runs in a worker with a scheduler)."""
+    import jax
+
+    if jax.config.jax_enable_x64 != x64:  # a worker process computes in the caller's precision
+        jax.config.update("jax_enable_x64", x64)
+    chunk = sweep(scenario, **{**sweep_args, dim: values})
+    if widths:
+        chunk = chunk.assign_coords({k: chunk[k].astype(w) for k, w in widths.items()})
+    return chunk
+
+
+class _InProcess:
+    """The scheduler=None executor: each chunk computed when it is asked for."""
+
+    def chunks(self, fn, slices):
+        return (fn(s) for s in slices)
+
+    def close(self):
+        pass
+
+
+class _Dask:
+    """Chunks computed by the workers of a dask cluster, handed back in order, a few in flight."""
+
+    def __init__(self, scheduler: str):
+        try:
+            from dask.distributed import Client, LocalCluster
+        except ImportError:
+            raise ImportError("store.write(scheduler=...) needs dask.distributed: "
+                              "pip install 'dask[distributed]'") from None
+        self.cluster = None
+        if scheduler == "local":
+            self.cluster = LocalCluster(n_workers=LOCAL_WORKERS, threads_per_worker=1,
+                                        processes=True, dashboard_address=None)
+            self.client = Client(self.cluster)
+        elif isinstance(scheduler, str) and "://" in scheduler:
+            try:
+                self.client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
+            except (OSError, TimeoutError) as e:
+                raise ConnectionError(
+                    f"scheduler = {scheduler!r}: no dask scheduler answered within "
+                    f"{CONNECT_TIMEOUT_S:g} s ({type(e).__name__}: {e})") from None
+        else:
+            raise ValueError(f"scheduler = {scheduler!r} is not known; allowed: None (in process), "
+                             "'local' (a 2-worker LocalCluster) or an address 'tcp://host:port'")
+        workers = max(1, len(self.client.scheduler_info().get("workers", {})))
+        self.in_flight = 2 * workers
+
+    def chunks(self, fn, slices):
+        slices, queue = iter(slices), collections.deque()
+        for s in slices:
+            queue.append(self.client.submit(fn, s, pure=False))
+            if len(queue) >= self.in_flight:
+                yield queue.popleft().result()
+        while queue:
+            yield queue.popleft().result()
+
+    def close(self):
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
 def write(path: str | os.PathLike, scenario=None, *, chunk_dim: str | None = None,
-          chunk_B: float = DEFAULT_CHUNK_B, progress: bool = True, **sweep_args) -> Path:
+          chunk_B: float = DEFAULT_CHUNK_B, progress: bool = True, scheduler: str | None = None,
+          **sweep_args) -> Path:
     """Compute ``bandjax.sweep(scenario, **sweep_args)`` chunk by chunk into a zarr store at ``path``.
 
     The result is the Dataset :func:`bandjax.sweep` would return (same variables, dims, coords,
-    attrs and values), stored on disk with one zarr chunk per computed chunk. Peak memory is about
-    ``chunk_B`` of outputs plus the jitted function's temporaries and the compressor's buffers,
-    independent of the size of the sweep.
+    attrs and values, bit for bit with any scheduler), stored on disk with one zarr chunk per
+    computed chunk. Peak memory is about ``chunk_B`` of outputs plus the jitted function's
+    temporaries and the compressor's buffers (with a scheduler: a few chunks in flight), independent
+    of the size of the sweep.
 
     Chunk length = max(1, chunk_B // output bytes of one value of ``chunk_dim``).
 
     Args:
-      path: the store to create (a folder); an existing one is replaced once the new one is complete.
+      path: the store to create (a folder). An existing store written here is replaced once the new
+        one is complete (see the module's docstring); any other existing path is refused.
       scenario: as for :func:`bandjax.sweep`.
       chunk_dim: the swept argument to slice (default: the one with the most values).
       chunk_B: output bytes per chunk, B (default 256 MiB).
-      progress: show a tqdm progress bar (cells done; a cell is one variant at one grid point).
+      progress: show a tqdm progress bar over chunks.
+      scheduler: where chunks are computed: ``None`` in this process; ``"local"`` a dask
+        LocalCluster of 2 worker processes made for this call; ``"tcp://host:port"`` an existing
+        dask scheduler (connection timeout 10 s). A scheduler runs pickled tasks: use only one
+        you trust, as its workers run whatever it is sent. The client writes every chunk, in order.
       **sweep_args: the arguments of :func:`bandjax.sweep` (``bandwidth=``, ``budget=``, ...).
 
     Returns:
       ``Path(path)``.
     """
     _require_zarr()
+    import jax
     from tqdm.auto import tqdm
 
     if isinstance(chunk_B, bool) or not isinstance(chunk_B, (int, float)) or not chunk_B > 0:
         raise ValueError(f"chunk_B = {chunk_B!r}: must be a number of bytes > 0")
+    if scheduler is not None and not (scheduler == "local" or (isinstance(scheduler, str)
+                                                               and "://" in scheduler)):
+        raise ValueError(f"scheduler = {scheduler!r} is not known; allowed: None (in process), "
+                         "'local' (a 2-worker LocalCluster) or an address 'tcp://host:port'")
+    path = Path(path)
+    _check_names(path)
     dim = chunk_dim_of(sweep_args, chunk_dim)
     values = _swept(sweep_args)[dim]
     # One value of the chunked dimension gives the output bytes per value (and checks arguments).
     probe = sweep(scenario, **{**sweep_args, dim: values[:1]})
     slice_B = sum(v.nbytes for v in probe.data_vars.values())
     per_chunk = min(len(values), max(1, int(chunk_B // max(slice_B, 1))))
-    cells_per_value = math.prod(n for d, n in probe.sizes.items() if d not in INNER)
     # Text labels along the chunked dimension (variant ids, model names) are fixed-width: every
     # chunk takes the width of the widest label, which a one-point sweep along it tells.
     text = [k for k, v in probe.coords.items() if dim in v.dims and v.dtype.kind == "U"]
@@ -101,40 +280,66 @@ def write(path: str | os.PathLike, scenario=None, *, chunk_dim: str | None = Non
         widths = {k: labels[k].dtype for k in text}
     del probe
 
-    path = Path(path)
-    partial = path.with_name(path.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
+    starts = builtins.range(0, len(values), per_chunk)
+    x64 = bool(jax.config.jax_enable_x64)
+    fn = _Chunker(scenario, sweep_args, dim, values, per_chunk, widths, x64)
+    # Connected (or refused) before anything is written beside path.
+    executor = _InProcess() if scheduler is None else _Dask(scheduler)
+    partial = _beside(path, PARTIAL)
+    data = partial / "data"
     try:
-        with tqdm(total=len(values) * cells_per_value, unit="cell", unit_scale=True,
-                  disable=not progress, desc=f"sweep to {path.name}") as bar:
-            for start in builtins.range(0, len(values), per_chunk):
-                chunk = sweep(scenario, **{**sweep_args, dim: values[start:start + per_chunk]})
-                if widths:
-                    chunk = chunk.assign_coords({k: chunk[k].astype(w) for k, w in widths.items()})
+        recover(path)
+        partial.mkdir()
+        (partial / PARTIAL_MARKER).touch()
+        with tqdm(total=len(starts), unit="chunk", disable=not progress,
+                  desc=f"sweep to {path.name}") as bar:
+            for start, chunk in zip(starts, executor.chunks(fn, starts)):
                 if start == 0:
                     encoding = {k: {"chunks": tuple(per_chunk if d == dim else n
                                                     for d, n in zip(v.dims, v.shape))}
                                 for k, v in chunk.variables.items() if dim in v.dims}
-                    chunk.to_zarr(partial, mode="w", zarr_format=2, consolidated=True,
+                    chunk.to_zarr(data, mode="w", zarr_format=2, consolidated=True,
                                   encoding=encoding)
                 else:
-                    chunk.to_zarr(partial, append_dim=dim, zarr_format=2, consolidated=True)
-                bar.update(chunk.sizes[dim] * cells_per_value)
+                    chunk.to_zarr(data, append_dim=dim, zarr_format=2, consolidated=True)
+                bar.update(1)
                 del chunk
-        if path.exists():
-            shutil.rmtree(path)
-        os.replace(partial, path)
+        _swap(path, data)
+        _remove(partial, PARTIAL_MARKER)
     except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
+        # Interrupted anywhere: the new store is discarded unless complete, the swap finished if
+        # it had begun; path is left as the old complete store or the new one.
+        recover(path)
         raise
+    finally:
+        executor.close()
     return path
+
+
+class _Chunker:
+    """The chunk starting at a given index: a picklable callable for the workers."""
+
+    def __init__(self, scenario, sweep_args, dim, values, per_chunk, widths, x64):
+        self.args = (scenario, sweep_args, dim, widths, x64)
+        self.values, self.per_chunk = values, per_chunk
+
+    def __call__(self, start: int) -> xr.Dataset:
+        scenario, sweep_args, dim, widths, x64 = self.args
+        return _chunk(scenario, sweep_args, dim, self.values[start:start + self.per_chunk],
+                      widths, x64)
 
 
 def open(path: str | os.PathLike) -> xr.Dataset:  # noqa: A001 - the module's verb, as xr.open_*
     """A store written by :func:`write`, as a lazy dask-backed Dataset (one dask chunk per stored
-    chunk): nothing is read until a value is asked for."""
+    chunk): nothing is read until a value is asked for.
+
+    Where ``path`` is absent because a :func:`write` is between its two renames (or was killed
+    there), the complete new store beside it (``<path>.new``) is read; nothing is changed on disk.
+    """
     _require_zarr()
     path = Path(path)
+    if not os.path.lexists(path) and _is_ours(_beside(path, NEW)):
+        path = _beside(path, NEW)
     if not path.exists():
         raise FileNotFoundError(f"sweep store {os.fspath(path)!r} does not exist")
     return xr.open_zarr(path, consolidated=True)

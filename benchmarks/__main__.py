@@ -32,6 +32,8 @@ DEFAULT_OUT = Path(__file__).with_name("results.json")
 EXTERNAL = {
     "break_even": ("benchmarks.breakeven", ("roots_per_s", "ratio_brentq")),
     "events": ("benchmarks.events_bench", ("events_per_s", "ratio_bare_simpy")),
+    "compile": ("benchmarks.compile_bench", ("break_even_budget_s", "elasticities_s")),
+    "store": ("benchmarks.store_bench", ("distributed_speedup",)),
 }
 KEYS = {
     "sweep": ("cells_per_s", "ratio_numpy", "ratio_python", "compile_s", "scaling_exponent",

@@ -165,7 +165,9 @@ def test_quick_run_writes_every_key(tmp_path):
             t = size[who]
             assert t["n"] >= 5 and t["min_s"] <= t["median_s"] <= t["max_s"], who
     for section, keys in (("break_even", ("roots_per_s", "ratio_brentq")),
-                          ("events", ("events_per_s", "ratio_bare_simpy"))):
+                          ("events", ("events_per_s", "ratio_bare_simpy")),
+                          ("compile", ("break_even_budget_s", "elasticities_s")),
+                          ("store", ("distributed_speedup",))):
         sec = results[section]
         assert isinstance(sec["available"], bool)
         for key in keys:
