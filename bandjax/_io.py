@@ -75,11 +75,12 @@ def read_bounded_bytes(path: str | os.PathLike, what: str, max_bytes: int) -> by
         raise IsADirectoryError(f"{what} {name!r} is a directory; give the path of a file") from None
     except PermissionError:
         raise PermissionError(f"{what} {name!r}: permission denied") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise OSError(f"{what} {name!r} is {_kind(st.st_mode)}; give the path of a regular file")
     with os.fdopen(fd, "rb") as f:
-        mode = os.fstat(f.fileno()).st_mode
-        if not stat.S_ISREG(mode):
-            raise OSError(f"{what} {name!r} is {_kind(mode)}; give the path of a regular file")
-        size = os.fstat(f.fileno()).st_size
+        size = st.st_size
         if size > max_bytes:
             raise OSError(f"{what} {name!r} is {describe_bytes(size)}; at most "
                           f"{describe_bytes(max_bytes)} is read")

@@ -81,7 +81,25 @@ shared-WAN section at 2 seeds x 20 steps in the process (as tests/conftest.py do
 
 
 def _siblings(out: Path, kind: str) -> list[Path]:
-    return sorted(out.parent.glob(f".{glob.escape(out.name)}{kind}*"))
+    """Leftover temporary (``kind`` = _NEW) or aside (_OLD) folders of ``out`` whose writer is no
+    longer running (the suffix is its process id)."""
+    found = []
+    for p in sorted(out.parent.glob(f".{glob.escape(out.name)}{kind}*")):
+        pid = p.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
+            continue
+        found.append(p)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def recover(out: str | Path) -> None:
