@@ -208,14 +208,16 @@ def client(scheduler=None, n_workers: int = 2):
                          "address such as 'tcp://host:8786', a distributed.Client, or 'inline'")
 
 
-def connect(address: str, timeout_s: float = _limits.SCHEDULER_TIMEOUT_S):
+def connect(address: str, timeout_s: float | None = None):
     """A ``distributed.Client`` of the scheduler at ``address``, or ``ConnectionError`` in one
-    line if none answers within ``timeout_s`` seconds (a dead address, a port that accepts but
-    never speaks dask's protocol)."""
+    line if none answers within ``timeout_s`` seconds (default
+    :data:`bandjax._limits.SCHEDULER_TIMEOUT_S`; a dead address, a port that accepts but never
+    speaks dask's protocol)."""
     import asyncio
 
     from distributed import Client
 
+    timeout_s = _limits.SCHEDULER_TIMEOUT_S if timeout_s is None else timeout_s
     if "://" not in address and ":" not in address:
         raise ValueError(f"scheduler = {address!r}: give an address such as 'tcp://host:8786', "
                          "or 'inline'")
