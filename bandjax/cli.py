@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from .units import ScenarioError
@@ -89,7 +90,9 @@ def _one_line(e: BaseException) -> str:
 
 
 def main(argv=None) -> int:
-    """Run ``bandjax`` with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
+    """Run ``bandjax`` with ``argv`` (default: ``sys.argv[1:]``); return the exit status (a
+    Ctrl-C with ``argv`` None, the command line, ends the process at once with status 130)."""
+    from_command_line = argv is None
     command = "bandjax"
     try:
         parser = build_parser()
@@ -98,6 +101,12 @@ def main(argv=None) -> int:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print(f"{command}: interrupted", file=sys.stderr)
+        if from_command_line:
+            # leave at once: shutting the interpreter down while XLA compiles on its own threads
+            # can crash (SIGSEGV) after the line above
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_INTERRUPTED)
         return EXIT_INTERRUPTED
     except SystemExit as e:  # argparse: --help (0) or a usage error (2), already printed
         return e.code if isinstance(e.code, int) else EXIT_ERROR
