@@ -148,7 +148,7 @@ def test_killed_report_subprocess(tmp_path, k):
     sig = (signal.SIGKILL, signal.SIGINT, signal.SIGKILL)[k % 3]
     # SIGINT after the imports (about 4 s here): an interrupt while Python imports jax is
     # outside bandjax's hands
-    delay = rng.uniform(6.0, 14.0) if sig == signal.SIGINT else rng.uniform(1.0, 14.0)
+    delay = rng.uniform(6.0, 10.0) if sig == signal.SIGINT else rng.uniform(1.0, 10.0)
     out = tmp_path / "out"
     before = old_report(out)
     env = {**os.environ, "PYTHONPATH": str(REPO), report._TEST_HOOK: "small"}

@@ -154,7 +154,7 @@ OPTIONS = {
 }
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_random_wan_arguments(capsys, data, tmp_path_factory):
     """`bandjax wan` with random options: refused with one line, or run (small sizes only, in
