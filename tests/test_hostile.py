@@ -90,8 +90,7 @@ NUMBERS = st.one_of(
     st.integers(-10**30, 10**30).map(str))
 VALUES = st.one_of(
     st.tuples(NUMBERS, st.sampled_from(UNITS)).map(lambda t: f'"{t[0]} {t[1]}"'),
-    st.floats(allow_nan=True, allow_infinity=True).map(lambda x: repr(x).replace("inf", "inf")
-                                                       .replace("nan", "nan")),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),  # TOML's own inf and nan too
     st.integers(-10**20, 10**20).map(str),
     st.sampled_from(["true", '"never"', '"free"', "[]", "{}", '"low"', '"high"', "[1, 2]"]))
 
@@ -230,8 +229,6 @@ def test_unreachable_scheduler(monkeypatch, capsys):
     """A closed port and a port that accepts but never answers: one line within the timeout."""
     import time
 
-    from events import runner
-
     monkeypatch.setattr(_limits, "SCHEDULER_TIMEOUT_S", 1.0)
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
@@ -265,7 +262,6 @@ def test_unreachable_scheduler(monkeypatch, capsys):
         silent.close()
         for c in accepted:
             c.close()
-    assert runner.connect.__defaults__ == (None,)
 
 
 def test_interrupt_is_one_line(monkeypatch, capsys):
