@@ -225,7 +225,7 @@ def connect(address: str, timeout_s: float | None = None):
         # distributed's Client ignores its timeout while waiting for the handshake of a peer
         # that accepts the connection but never answers, so probe the handshake first, bounded
         asyncio.run(_probe(address, timeout_s))
-        return Client(address, timeout=timeout_s, set_as_default=False)
+        return Client(address, timeout=timeout_s)
     except (OSError, TimeoutError) as e:
         raise ConnectionError(f"no dask scheduler answered at {address!r} within {timeout_s:g} s "
                               f"({type(e).__name__})") from None

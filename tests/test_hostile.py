@@ -208,7 +208,7 @@ def test_reported_cases(tmp_path, capsys):
         (["wan", "--steps", "100000000000000"], str(_limits.MAX_STEPS)),
         (["wan", "--seeds", "1000000"], str(_limits.MAX_SEEDS)),
         (["wan", "--load", "0.5", "0.5"], "given twice"),
-        (["breakeven", "adamw", "topk", "--range", "10", "1"], "--range 10 1 (GB/s)"),
+        (["breakeven", "adamw", "topk", "--range", "10", "1"], "--range 10 1 GB/s: must satisfy 0 < lo < hi"),
         (["report", "--scenario", "/dev/zero"], "character device"),
         (["report", "--scenario", tmp_path], "is a directory"),
         (["report", "--scenario", fifo], "named pipe"),
