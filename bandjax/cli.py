@@ -2,12 +2,18 @@
 
 Each subcommand lives beside the code it drives and registers itself through a
 ``register_cli(subparsers)`` function listed in :data:`COMMANDS`.
+
+Every expected failure (a bad argument or scenario value, a file that cannot be read or written,
+a simulation over its bound, an unreachable scheduler, a missing optional package) ends the command
+with one line ``bandjax <command>: error: ...`` on stderr and exit status 2; Ctrl-C ends it with one
+line and status 130. Anything else is a defect and keeps its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from .units import ScenarioError
@@ -20,6 +26,16 @@ COMMANDS = (
     "bandjax.report.breakeven",
 )
 
+EXIT_ERROR = 2  # as argparse's own usage errors
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors on one line, ``bandjax <command>: error: ...``."""
+
+    def error(self, message):
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
 
 def scenario_arg(parser: argparse.ArgumentParser) -> None:
     """Add the common ``--scenario FILE`` option."""
@@ -29,13 +45,23 @@ def scenario_arg(parser: argparse.ArgumentParser) -> None:
 
 
 def load_scenario(args):
+    """The scenario of ``--scenario FILE`` (a regular UTF-8 file of at most
+    :data:`bandjax._limits.MAX_SCENARIO_BYTES`), or the reference scenario."""
+    from ._io import read_bounded_text
+    from ._limits import MAX_SCENARIO_BYTES
     from .scenario import load, reference
 
-    return load(args.scenario) if getattr(args, "scenario", None) else reference()
+    path = getattr(args, "scenario", None)
+    if not path:
+        return reference()
+    # checked here, before scenario.load opens it: /dev/zero, a FIFO, a directory or a huge
+    # file must not be read, and a file that is not UTF-8 must be named
+    read_bounded_text(path, "scenario file", MAX_SCENARIO_BYTES)
+    return load(path)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="bandjax",
         description="When does computing a band of the gradient in transit pay? "
                     "Closed forms, break-evens, a shared-WAN engine and a report.")
@@ -45,14 +71,48 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _expected_errors() -> tuple[type[BaseException], ...]:
+    """Exception types that are a user's or the environment's doing, not a defect."""
+    from events.engine import SimulationBoundError
+
+    # OSError covers files, ConnectionError and TimeoutError (an unreachable scheduler);
+    # ImportError a missing optional package; MemoryError a request the bounds did not foresee
+    return (ScenarioError, ValueError, OSError, SimulationBoundError, ImportError, MemoryError)
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split()) or type(e).__name__
+    if isinstance(e, ImportError) and getattr(e, "name", None):
+        text += f" (install the package that provides {e.name!r})"
+    if isinstance(e, MemoryError):
+        text = f"out of memory{': ' + text if text != 'MemoryError' else ''}"
+    return text
+
+
 def main(argv=None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    """Run ``bandjax`` with ``argv`` (default: ``sys.argv[1:]``); return the exit status (a
+    Ctrl-C with ``argv`` None, the command line, ends the process at once with status 130)."""
+    from_command_line = argv is None
+    command = "bandjax"
     try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        command = f"bandjax {args.command}"
         return int(args.func(args) or 0)
-    except (ScenarioError, ValueError) as e:
-        print(f"bandjax {args.command}: error: {e}", file=sys.stderr)
-        return 2
+    except KeyboardInterrupt:
+        print(f"{command}: interrupted", file=sys.stderr)
+        if from_command_line:
+            # leave at once: shutting the interpreter down while XLA compiles on its own threads
+            # can crash (SIGSEGV) after the line above
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_INTERRUPTED)
+        return EXIT_INTERRUPTED
+    except SystemExit as e:  # argparse: --help (0) or a usage error (2), already printed
+        return e.code if isinstance(e.code, int) else EXIT_ERROR
+    except _expected_errors() as e:
+        print(f"{command}: error: {_one_line(e)}", file=sys.stderr)
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal, InvalidOperation
+from sys import float_info
 
 # dimension -> {unit: factor to SI}. The first unit of each is the one files are written in.
 UNITS: dict[str, dict[str, float]] = {
@@ -50,13 +51,23 @@ def parse(key: str, value, dimension: str) -> float:
         number = Decimal(parts[0])
     except (InvalidOperation, IndexError):
         raise ScenarioError(f"{key} = {value!r}: expected '<number> <unit>'") from None
+    if number.is_nan():
+        raise ScenarioError(f"{key} = {value!r}: not a number; give a finite number (or inf where "
+                            "a bound may be absent)")
     unit = parts[1].strip() if len(parts) > 1 else ""
     if unit not in units:
         allowed = ", ".join(repr(u) for u in units) if dimension != "count" else "a bare number"
         raise ScenarioError(f"{key} = {value!r}: unit {unit!r} is not a {dimension.replace('_', ' ')}"
                             f" unit; allowed: {allowed}")
     # Exact decimal arithmetic, so "0.0227 ms" is the same float as 0.0227e-3.
-    return float(number * Decimal(repr(units[unit])))
+    try:
+        si = float(number * Decimal(repr(units[unit])))
+    except ArithmeticError:  # decimal's Overflow beyond its exponent range
+        si = math.inf
+    if number.is_finite() and not math.isfinite(si):
+        raise ScenarioError(f"{key} = {value!r}: too large for a 64-bit float (at most "
+                            f"{float_info.max:.4g} in SI units)")
+    return si
 
 
 def format_quantity(value: float, dimension: str) -> str | float | int:

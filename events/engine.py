@@ -219,6 +219,59 @@ def warmup_s(plan: Plan, load: float) -> float:
     return 10 * plan.background_B / plan.wan_Bps / (1 - math.sqrt(load)) ** 2
 
 
+def max_load(plan: Plan, max_sim_s: float = MAX_SIM_S) -> float:
+    """The highest load whose warm-up (:func:`warmup_s`) fits in ``max_sim_s`` of simulated time:
+    (1 - sqrt(10 s_bg / max_sim_s))^2, with s_bg = background_B / wan_Bps (0 when none does).
+    Above it the queue cannot settle, let alone drain, within the bound."""
+    r = 10 * plan.background_B / plan.wan_Bps / max_sim_s
+    return (1 - math.sqrt(r)) ** 2 if r < 1 else 0.0
+
+
+def estimate_events(plan: Plan, load: float, steps: int, max_sim_s: float = MAX_SIM_S) -> dict:
+    """Link arrivals a run will simulate, estimated before it starts (both WAN directions).
+
+        sync messages   2 ceil(wan_B / message_B) floor(steps / H)
+        background      2 load wan_Bps / background_B x T,
+        T = min(max_sim_s, warm-up + steps x (c + (sync phases + wan_B / wan_Bps) / H) / (1 - load))
+
+    the simulated time T taking the load-0 step stretched by 1 / (1 - load) (an M/D/1 queue's
+    stretch is smaller). Returns {"messages", "background", "total", "sim_s"}.
+    """
+    syncs = steps // plan.sync_every
+    messages = 2.0 * math.ceil(plan.wan_B / plan.message_B) * syncs if plan.wan_B > 0 else 0.0
+    phases_s = sum(max([p.duration_s for p in phase], default=0.0) for phase in plan.sync_phases)
+    step0 = plan.compute_s + (phases_s + plan.wan_B / plan.wan_Bps) / plan.sync_every
+    sim = warmup_s(plan, load) + steps * step0 / (1 - load)
+    sim = min(sim, max_sim_s)
+    background = 2.0 * load * plan.wan_Bps / plan.background_B * sim
+    return {"messages": messages, "background": background, "total": messages + background,
+            "sim_s": sim}
+
+
+def check_bounds(plan: Plan, load: float, steps: int, max_sim_s: float = MAX_SIM_S,
+                 max_events: float = math.inf) -> dict:
+    """Refuse a run that cannot finish within its bounds, before it starts: ``ValueError`` if its
+    warm-up alone is longer than ``max_sim_s`` (the load is too close to 1 for the background's
+    transfer size) or it would simulate more than ``max_events`` link arrivals. Returns
+    :func:`estimate_events`."""
+    warm = warmup_s(plan, load)
+    if warm >= max_sim_s:
+        raise ValueError(
+            f"load = {load:g}: the WAN queue needs {warm:.3g} s of simulated warm-up to settle at "
+            f"this load (10 x {plan.background_B:g} B transfers / {plan.wan_Bps / 1e9:g} GB/s / "
+            f"(1 - sqrt(load))^2), over the bound max_sim_s = {max_sim_s:g} s; loads up to "
+            f"{max_load(plan, max_sim_s):.6g} fit, or raise the bound")
+    est = estimate_events(plan, load, steps, max_sim_s)
+    if est["total"] > max_events:
+        raise ValueError(
+            f"a run of {plan.variant} at load {load:g} and {steps} steps would simulate about "
+            f"{est['total']:.3g} link arrivals ({est['messages']:.3g} sync messages of "
+            f"{plan.message_B:g} B, {est['background']:.3g} other jobs' transfers of "
+            f"{plan.background_B:g} B over {est['sim_s']:.3g} s), over the bound of "
+            f"{max_events:.3g}; lower the steps or the load, or raise the message or transfer size")
+    return est
+
+
 def simulate(plan: Plan, load: float, seed: int = 0, steps: int = 400, *,
              trace_steps: int = TRACE_STEPS, trace_points: int = TRACE_POINTS,
              max_sim_s: float = MAX_SIM_S) -> RunResult:
@@ -243,6 +296,7 @@ def simulate(plan: Plan, load: float, seed: int = 0, steps: int = 400, *,
     """
     check_run_args(load, steps, seed, max_sim_s)
     load = float(load)
+    check_bounds(plan, load, steps, max_sim_s)
     env = simpy.Environment()
     links = (_Link(plan.wan_Bps), _Link(plan.wan_Bps))
     service_bg = plan.background_B / plan.wan_Bps

@@ -14,6 +14,7 @@ import numpy as np
 import xarray as xr
 from tqdm.auto import tqdm
 
+from bandjax import _limits
 from bandjax import variants as _variants
 from bandjax.labels import COORD_ATTRS, as_list, budgets_FLOPs, models, positive
 from bandjax.scenario import Scenario, reference
@@ -70,6 +71,9 @@ def sweep(scenario: Scenario | None = None, *, variant=None, load=0.0, bandwidth
     sc = reference() if scenario is None else scenario
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
         raise ValueError(f"steps = {steps!r}: must be a whole number >= 1")
+    if steps > _limits.MAX_STEPS:
+        raise ValueError(f"steps = {steps}: at most {_limits.MAX_STEPS} steps a run "
+                         "(bandjax._limits.MAX_STEPS)")
     axes: list[tuple[str, list, list]] = []  # (dim, coordinate values, scenario changes per value)
     scalars: dict[str, object] = {}
     base: dict = {}
@@ -109,6 +113,9 @@ def sweep(scenario: Scenario | None = None, *, variant=None, load=0.0, bandwidth
         engine.check_run_args(x, steps)
     add("load", (loads, load_dim), [float(x) for x in loads], [{} for _ in loads])
     seeds, seed_dim = as_list("seed", seed)
+    if len(seeds) > _limits.MAX_SEEDS:
+        raise ValueError(f"{len(seeds)} seeds: at most {_limits.MAX_SEEDS} a sweep "
+                         "(bandjax._limits.MAX_SEEDS)")
     for s in seeds:
         engine.check_run_args(0.0, steps, s)
     add("seed", (seeds, seed_dim), [int(s) for s in seeds], [{} for _ in seeds])
@@ -119,8 +126,14 @@ def sweep(scenario: Scenario | None = None, *, variant=None, load=0.0, bandwidth
 
     shape = tuple(len(a[1]) for a in axes)
     dims = [a[0] for a in axes]
+    runs = int(np.prod(shape)) if shape else 1
+    if runs > _limits.MAX_RUNS:
+        raise ValueError(f"the grid has {runs} runs ({' x '.join(map(str, shape))} over "
+                         f"{', '.join(dims)}): at most {_limits.MAX_RUNS} a sweep "
+                         "(bandjax._limits.MAX_RUNS)")
     points = list(np.ndindex(*shape)) if shape else [()]
     tasks = []
+    events_total = 0.0
     for idx in points:
         changes = dict(base)
         coord = dict(scalars)
@@ -128,7 +141,14 @@ def sweep(scenario: Scenario | None = None, *, variant=None, load=0.0, bandwidth
             changes.update(ch[i])
             coord[dim] = coords[i]
         plan = build(sc.replace(**changes), coord["variant"])
+        # every run is checked before any starts: a sweep fails at once, not after hours
+        events_total += engine.check_bounds(plan, float(coord["load"]), int(steps),
+                                            float(max_sim_s), _limits.MAX_EVENTS)["total"]
         tasks.append((plan, float(coord["load"]), int(coord["seed"]), int(steps), float(max_sim_s)))
+    if events_total > _limits.MAX_EVENTS:
+        raise ValueError(f"the sweep's {runs} runs would simulate about {events_total:.3g} link "
+                         f"arrivals, over the bound of {_limits.MAX_EVENTS:.3g} "
+                         "(bandjax._limits.MAX_EVENTS); lower the steps, seeds or loads")
     results = _execute(tasks, scheduler, n_workers, progress)
 
     data = {q: np.empty(shape if shape else ()) for q in QUANTITIES}
@@ -181,11 +201,44 @@ def client(scheduler=None, n_workers: int = 2):
                           dashboard_address=None) as cluster, Client(cluster) as c:
             yield c
     elif isinstance(scheduler, str):
-        with Client(scheduler) as c:
+        with connect(scheduler) as c:
             yield c
     else:
         raise ValueError(f"scheduler = {scheduler!r}: give None (a LocalCluster), a scheduler "
                          "address such as 'tcp://host:8786', a distributed.Client, or 'inline'")
+
+
+def connect(address: str, timeout_s: float | None = None):
+    """A ``distributed.Client`` of the scheduler at ``address``, or ``ConnectionError`` in one
+    line if none answers within ``timeout_s`` seconds (default
+    :data:`bandjax._limits.SCHEDULER_TIMEOUT_S`; a dead address, a port that accepts but never
+    speaks dask's protocol)."""
+    import asyncio
+
+    from distributed import Client
+
+    timeout_s = _limits.SCHEDULER_TIMEOUT_S if timeout_s is None else timeout_s
+    if "://" not in address and ":" not in address:
+        raise ValueError(f"scheduler = {address!r}: give an address such as 'tcp://host:8786', "
+                         "or 'inline'")
+    try:
+        # distributed's Client ignores its timeout while waiting for the handshake of a peer
+        # that accepts the connection but never answers, so probe the handshake first, bounded
+        asyncio.run(_probe(address, timeout_s))
+        return Client(address, timeout=timeout_s)
+    except (OSError, TimeoutError) as e:
+        raise ConnectionError(f"no dask scheduler answered at {address!r} within {timeout_s:g} s "
+                              f"({type(e).__name__})") from None
+
+
+async def _probe(address: str, timeout_s: float) -> None:
+    """Connect to ``address`` and complete dask's handshake within ``timeout_s``, then close."""
+    import asyncio
+
+    from distributed.comm import connect as comm_connect
+
+    comm = await asyncio.wait_for(comm_connect(address, timeout=timeout_s), timeout_s)
+    await comm.close()
 
 
 def _execute(tasks: list, scheduler, n_workers: int, progress: bool) -> list[dict]:

@@ -67,9 +67,9 @@ def test_cli_wan_prints_a_row_per_variant_and_load(capsys):
 
 
 @pytest.mark.parametrize("argv,match", [
-    (["--load", "1.0"], "load = 1.0"),
-    (["--steps", "0"], "steps = 0"),
-    (["--bandwidth", "0"], "bandwidth = 0.0"),
+    (["--load", "1.0"], "--load 1: must be in [0, 1)"),
+    (["--steps", "0"], "--steps 0: must be a whole number of steps in 1 .."),
+    (["--bandwidth", "0"], "--bandwidth 0 GB/s: must be a finite number of GB/s > 0"),
 ])
 def test_cli_wan_bad_input(capsys, argv, match):
     code = cli.main(["wan", "--scheduler", "inline", *argv])

@@ -12,9 +12,12 @@ figures under ``ctx["out"]``, or results computed once and reused).
 
 from __future__ import annotations
 
+import glob
 import importlib
 import json
 import math
+import os
+import shutil
 from pathlib import Path
 
 from .._io import atomic_write_text
@@ -62,14 +65,115 @@ def markdown(results: dict) -> str:
     return "\n\n".join(p.strip() for p in parts if p.strip()) + "\n"
 
 
+# The report folder is one unit. `write` builds the whole new report in a sibling folder
+# ".<name>.bandjax-new-<pid>", then swaps it in with two renames: the old folder to
+# ".<name>.bandjax-old-<pid>", the new one to <name>; then the old one is removed. A kill at any
+# moment leaves <name> as the old complete report or the new complete one, plus at most a leftover
+# sibling, except in the window between the two renames, where <name> is absent and the old
+# complete report is the aside folder. `recover` (run first by every `write`, and by readers such
+# as `bandjax explore --results`) renames that aside folder back, and removes leftover siblings.
+_NEW = ".bandjax-new-"
+_OLD = ".bandjax-old-"
+OURS = "results.json"  # a folder holding it is a report folder `write` may replace
+_TEST_HOOK = "BANDJAX_REPORT_TEST_SIZE"
+"""Environment variable for tests that run `bandjax report` as a subprocess: "small" runs the
+shared-WAN section at 2 seeds x 20 steps in the process (as tests/conftest.py does in process)."""
+
+
+def _siblings(out: Path, kind: str) -> list[Path]:
+    """Leftover temporary (``kind`` = _NEW) or aside (_OLD) folders of ``out`` whose writer is no
+    longer running (the suffix is its process id)."""
+    found = []
+    for p in sorted(out.parent.glob(f".{glob.escape(out.name)}{kind}*")):
+        pid = p.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
+            continue
+        found.append(p)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def recover(out: str | Path) -> None:
+    """Make ``out`` a whole report again after a ``write`` that was killed: if ``out`` is absent
+    and an aside folder of the old report is there, rename it back; remove every leftover
+    temporary or aside folder."""
+    out = Path(os.path.abspath(out))
+    old = [p for p in _siblings(out, _OLD) if (p / OURS).is_file()]
+    if not out.exists() and old:
+        os.rename(old[-1], out)
+    for p in _siblings(out, _NEW) + _siblings(out, _OLD):
+        shutil.rmtree(p, ignore_errors=True)
+
+
+def check_out(out: str | Path) -> Path:
+    """``out`` as an absolute path, or ``OSError`` if writing a report there would destroy
+    something that is not a report: a path that is not a folder, or a non-empty folder without
+    results.json."""
+    given = os.fspath(out)
+    out = Path(os.path.abspath(out))
+    if not out.name:
+        raise OSError(f"--out {given!r}: the root folder cannot hold a report; give a folder")
+    if out.is_symlink():
+        raise OSError(f"--out {given!r} is a symbolic link; give the folder itself")
+    if out.exists():
+        if not out.is_dir():
+            raise OSError(f"--out {given!r} exists and is not a folder; give a new or a report "
+                          "folder")
+        if any(out.iterdir()) and not (out / OURS).is_file():
+            raise OSError(f"--out {given!r} is a folder that holds files but no {OURS}, so it is "
+                          "not a bandjax report; give an empty, new or report folder")
+    return out
+
+
+def _report_size_hook(ctx: dict) -> None:
+    if os.environ.get(_TEST_HOOK) == "small":
+        ctx["shared_wan"] = {"seeds": 2, "steps": 20, "scheduler": "inline", "progress": False}
+
+
 def write(out: str | Path, scenario: Scenario | None = None) -> dict[str, Path]:
-    """Write results.json and results.md into ``out``; each file appears whole or not at all."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    results = build(scenario, {"out": out})
-    text = json.dumps(results, indent=1, allow_nan=False)
-    md = markdown(results)
-    paths = {"json": out / "results.json", "md": out / "results.md"}
-    atomic_write_text(paths["json"], text + "\n")
-    atomic_write_text(paths["md"], md)
-    return paths
+    """Write the report (results.json, results.md and figures/) as the folder ``out``: the whole
+    new report appears at once, replacing an old one, or the old one stays (see :func:`recover`).
+
+    Entries of an old report folder that the report does not write (an explorer.html) are carried
+    over. Raises ``OSError`` for an ``out`` that is not a folder or is a folder of other files.
+    """
+    recover(out)
+    out = check_out(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    new = out.parent / f".{out.name}{_NEW}{os.getpid()}"
+    aside = out.parent / f".{out.name}{_OLD}{os.getpid()}"
+    try:
+        new.mkdir()
+        ctx: dict = {"out": new}
+        _report_size_hook(ctx)
+        results = build(scenario, ctx)
+        text = json.dumps(results, indent=1, allow_nan=False)
+        md = markdown(results)
+        atomic_write_text(new / "results.md", md)
+        atomic_write_text(new / OURS, text + "\n")  # last: it marks the folder complete
+        if out.exists():
+            for entry in out.iterdir():
+                if (new / entry.name).exists():
+                    continue
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.copytree(entry, new / entry.name, symlinks=True)
+                else:
+                    shutil.copy2(entry, new / entry.name, follow_symlinks=False)
+            os.rename(out, aside)
+        os.rename(new, out)
+    except BaseException:
+        if aside.exists() and not out.exists():  # interrupted between the two renames
+            os.rename(aside, out)
+        shutil.rmtree(new, ignore_errors=True)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
+    return {"json": out / OURS, "md": out / "results.md"}

@@ -325,6 +325,11 @@ def _breakeven_cli(args) -> int:
     unit = {"bandwidth": 1e9, "budget": 1e9, "enob": 1e9}[args.over]
     lo, hi = (None, None)
     if args.range:
+        typed = {"budget": "GFLOP/s"}.get(args.over, "GB/s")
+        a_, b_ = args.range
+        if not (math.isfinite(a_) and math.isfinite(b_) and 0 < a_ < b_):
+            raise ValueError(f"--range {a_:g} {b_:g} {typed}: must satisfy 0 < lo < hi, both "
+                             "finite")
         lo, hi = (float(v) * unit for v in args.range)
     show = {"bandwidth": _print_bandwidth, "budget": _print_budget, "enob": _print_enob}[args.over]
     for basis in bases:

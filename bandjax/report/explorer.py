@@ -30,8 +30,13 @@ SIGNALS = ("basis", "enob", "budget", "bwi", "tj")
 
 
 def _json_script(x) -> str:
-    """JSON safe inside a <script> element."""
-    return json.dumps(x, allow_nan=False, separators=(",", ":")).replace("</", "<\\/")
+    """JSON safe inside a <script> element: every "<" (and ">", "&", and the line separators
+    U+2028/U+2029) written as a \\u escape, so no string in the data can close the element or
+    open an HTML comment ("<!--<script>" would make the parser swallow the rest of the page)."""
+    text = json.dumps(x, allow_nan=False, separators=(",", ":"))
+    for ch in "<>&\u2028\u2029":
+        text = text.replace(ch, f"\\u{ord(ch):04x}")
+    return text
 
 
 @functools.lru_cache(maxsize=1)
@@ -383,10 +388,14 @@ def read_results(path: str | Path, scenario: Scenario) -> dict:
     for another scenario or is not a report."""
     import json
 
+    from .._io import read_bounded_text
+    from .._limits import MAX_RESULTS_BYTES
     from ..scenario import to_toml_dict
+    from . import recover
 
+    recover(Path(path).parent)  # a report whose writing was killed between its two renames
     try:
-        results = json.loads(Path(path).read_text())
+        results = json.loads(read_bounded_text(path, "--results", MAX_RESULTS_BYTES))
     except FileNotFoundError:
         raise ValueError(f"--results {str(path)!r}: no such file") from None
     except json.JSONDecodeError as e:

@@ -151,15 +151,52 @@ def markdown(results: dict) -> str:
 # ------------------------------------------------------------------------------------ CLI
 
 
+def check_wan_args(args) -> None:
+    """Refuse ``bandjax wan`` arguments that are not allowed, before any work; each message names
+    the option, the value as typed and what is allowed (the bounds are in :mod:`bandjax._limits`).
+    The event count of the whole sweep is bounded later, once the scenario is known
+    (:func:`events.engine.check_bounds`)."""
+    from .. import _limits
+
+    for x in args.load:
+        if not 0 <= x < 1:
+            raise ValueError(f"--load {x:g}: must be in [0, 1) (other jobs' share of each WAN "
+                             "direction)")
+    twice = sorted({x for x in args.load if list(args.load).count(x) > 1})
+    if twice:
+        raise ValueError(f"--load {' '.join(f'{x:g}' for x in args.load)}: "
+                         f"{', '.join(f'{x:g}' for x in twice)} given twice; give each load once")
+    if not 1 <= args.steps <= _limits.MAX_STEPS:
+        raise ValueError(f"--steps {args.steps}: must be a whole number of steps in 1 .. "
+                         f"{_limits.MAX_STEPS}")
+    if not 1 <= args.seeds <= _limits.MAX_SEEDS:
+        raise ValueError(f"--seeds {args.seeds}: must be a whole number of seeds in 1 .. "
+                         f"{_limits.MAX_SEEDS}")
+    if args.seed < 0:
+        raise ValueError(f"--seed {args.seed}: must be a whole number >= 0")
+    if args.bandwidth is not None and not (math.isfinite(args.bandwidth) and args.bandwidth > 0):
+        raise ValueError(f"--bandwidth {args.bandwidth:g} GB/s: must be a finite number of GB/s "
+                         "> 0")
+    if not (math.isfinite(args.max_sim_s) and args.max_sim_s > 0):
+        raise ValueError(f"--max-sim-s {args.max_sim_s:g} s: must be a finite number of seconds > 0")
+    if not 1 <= args.workers <= 1024:
+        raise ValueError(f"--workers {args.workers}: must be a whole number of processes in 1 .. 1024")
+    if args.out:
+        from .._io import check_regular_or_absent
+
+        check_regular_or_absent(args.out, "--out")
+    if args.variant and len(set(args.variant)) < len(args.variant):
+        raise ValueError(f"--variant {' '.join(args.variant)}: give each variant once")
+
+
 def _wan(args) -> int:
     import events
 
     from ..cli import load_scenario
     from ..queueing import ACCURACY, shared_wan_step_s
 
+    check_wan_args(args)
     sc = load_scenario(args)
-    if args.seeds < 1:
-        raise ValueError(f"--seeds = {args.seeds}: must be a whole number >= 1")
     seeds = list(range(args.seed, args.seed + args.seeds))
     ds = events.sweep(sc, load=list(args.load), seed=seeds, steps=args.steps,
                       bandwidth=args.bandwidth, variant=args.variant or None,

@@ -1,0 +1,44 @@
+"""Bounds on what one command may ask for, so that a mistyped argument fails at once with a clear
+message instead of running for hours or filling the memory.
+
+Each bound is named once here; the checks that use it put the asked-for value and the bound in
+their message, in the user's units. This module imports nothing, so that any module (the event
+engine's workers included) may read it cheaply.
+"""
+
+from __future__ import annotations
+
+# Event engine (events/): what a `bandjax wan` call or the report's shared-WAN section may run.
+MAX_EVENTS = 200_000_000
+"""Link arrivals (the sync's messages plus other jobs' transfers, both WAN directions) estimated
+over every run of one sweep. The engine handles about a million a second on one core, so the bound
+is a few minutes of work per core."""
+
+MAX_STEPS = 10_000_000
+"""Training steps in one run (each run keeps one float per step: 80 MB at the bound)."""
+
+MAX_SEEDS = 10_000
+"""Seeds in one sweep."""
+
+MAX_RUNS = 100_000
+"""Runs (grid points) in one sweep."""
+
+# dask scheduler given by address
+SCHEDULER_TIMEOUT_S = 10.0
+"""How long to wait for a dask scheduler given by address to answer, s."""
+
+# Files read by the command line
+MAX_SCENARIO_BYTES = 1_000_000
+"""A scenario TOML file (the reference scenario is about 3 kB)."""
+
+MAX_RESULTS_BYTES = 200_000_000
+"""A results.json read back by `bandjax explore --results` (a full report's is under 1 MB)."""
+
+
+def describe_bytes(n: float) -> str:
+    """``n`` bytes with a binary prefix, for messages: 1.5 MiB."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.4g} {unit}" if unit != "B" else f"{n:.0f} B"
+        n /= 1024
+    return f"{n:.4g} TiB"  # pragma: no cover

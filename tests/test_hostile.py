@@ -1,0 +1,337 @@
+"""Hostile input: random scenario files, argument lists and paths through the command line must end
+with exit status 0 or 2 and at most one line on stderr, never a traceback and never a hang.
+
+Each in-process case runs under an alarm (CASE_S); a case over it fails as a hang. The tallies of
+what was tried are printed at the end of the module (pytest -s shows them)."""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bandjax import _io, _limits, cli
+from bandjax.report import explorer
+
+REPO = Path(__file__).resolve().parents[1]
+REFERENCE_TOML = None  # filled once from `bandjax scenario`
+CASE_S = 20  # a case that takes longer is a hang
+TALLY = collections.Counter()
+
+
+class Hang(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def bounded(seconds=CASE_S):
+    def on_alarm(signum, frame):
+        raise Hang(f"over {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def run_main(argv, capsys) -> tuple[int, str]:
+    """``cli.main(argv)`` in this process: (exit status, stderr); a traceback or hang fails."""
+    TALLY["inputs"] += 1
+    try:
+        with bounded():
+            rc = cli.main([str(a) for a in argv])
+    except Hang:
+        TALLY["hangs"] += 1
+        raise
+    except BaseException:
+        TALLY["tracebacks"] += 1
+        raise
+    err = capsys.readouterr().err
+    assert rc in (0, 2), (argv, rc, err)
+    if rc == 2:
+        TALLY["clear errors"] += 1
+        lines = [x for x in err.splitlines() if x.strip()]
+        assert len(lines) == 1 and lines[0].startswith("bandjax"), (argv, err)
+        assert "Traceback" not in err
+    return rc, err
+
+
+def reference_toml() -> str:
+    global REFERENCE_TOML
+    if REFERENCE_TOML is None:
+        from bandjax.scenario import reference, to_toml_dict
+        import tomli_w
+
+        REFERENCE_TOML = tomli_w.dumps(to_toml_dict(reference()))
+    return REFERENCE_TOML
+
+
+# ------------------------------------------------------------------ hypothesis: scenario files
+
+UNITS = ["GB/s", "Gb/s", "MB/s", "B/s", "ms", "s", "us", "GS/s", "GFLOP/s", "B", "MB", "bits", "",
+         "parsecs", "GB/s GB/s"]
+NUMBERS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.sampled_from(["1e999999", "-1e999999", "sNaN", "NaN", "-0", "inf", "0x10", "1_000", "",
+                     "1e-999999", "4.5.6"]),
+    st.integers(-10**30, 10**30).map(str))
+VALUES = st.one_of(
+    st.tuples(NUMBERS, st.sampled_from(UNITS)).map(lambda t: f'"{t[0]} {t[1]}"'),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),  # TOML's own inf and nan too
+    st.integers(-10**20, 10**20).map(str),
+    st.sampled_from(["true", '"never"', '"free"', "[]", "{}", '"low"', '"high"', "[1, 2]"]))
+
+
+def _mutate(text: str, data) -> str:
+    lines = text.splitlines()
+    keyed = [i for i, x in enumerate(lines) if " = " in x]
+    for _ in range(data.draw(st.integers(1, 4))):
+        i = data.draw(st.sampled_from(keyed))
+        key = lines[i].split(" = ")[0]
+        how = data.draw(st.sampled_from(["value", "key", "drop", "section"]))
+        if how == "value":
+            lines[i] = f"{key} = {data.draw(VALUES)}"
+        elif how == "key":
+            lines[i] = f"{data.draw(st.from_regex(r'[a-z_]{1,12}', fullmatch=True))} = 1"
+        elif how == "drop":
+            lines[i] = ""
+        else:
+            lines.insert(i, f"[{data.draw(st.from_regex(r'[a-z_]{1,8}', fullmatch=True))}]")
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data(), garbage=st.one_of(st.none(), st.binary(min_size=1, max_size=64)))
+def test_random_scenario_files(tmp_path_factory, capsys, data, garbage):
+    """A mutated reference scenario (values, units, keys, sections) or one with garbage bytes:
+    `bandjax scenario --scenario F` prints it (0) or says what is wrong (2)."""
+    path = tmp_path_factory.mktemp("sc") / "s.toml"
+    raw = _mutate(reference_toml(), data).encode()
+    if garbage is not None:
+        at = data.draw(st.integers(0, len(raw)))
+        raw = raw[:at] + garbage + raw[at:]
+    path.write_bytes(raw)
+    rc, err = run_main(["scenario", "--scenario", path], capsys)
+    if rc == 2:
+        assert "scenario" in err or str(path) in err, err
+
+
+def test_named_scenario_values(tmp_path, capsys):
+    """The values a user reported: an overflowing and a signalling-NaN bandwidth, each named."""
+    for value in ('"1e999999 GB/s"', '"sNaN GB/s"'):
+        path = tmp_path / "s.toml"
+        path.write_text(reference_toml().replace('wan = "12.5 GB/s"', f"wan = {value}"))
+        rc, err = run_main(["scenario", "--scenario", path], capsys)
+        assert rc == 2 and "wan" in err and value.strip('"') in err, err
+
+
+# ------------------------------------------------------------------ hypothesis: argument lists
+
+OPTIONS = {
+    "--load": st.lists(st.sampled_from(["0", "0.5", "0.9", "0.9999", "1", "-0.1", "nan", "inf",
+                                        "0.5", "x"]), min_size=1, max_size=3),
+    "--steps": st.sampled_from(["0", "-1", "2", "100000000000000", "1e14", "nan"]),
+    "--seeds": st.sampled_from(["0", "1", "2", "100000", "-3"]),
+    "--seed": st.sampled_from(["0", "-1", "3"]),
+    "--bandwidth": st.sampled_from(["0", "-1", "nan", "inf", "1e-300", "12.5", "1e300"]),
+    "--max-sim-s": st.sampled_from(["0", "nan", "inf", "1e-9", "10"]),
+    "--workers": st.sampled_from(["0", "-1", "1"]),
+    "--variant": st.lists(st.sampled_from(["adamw", "topk", "nope"]), min_size=1, max_size=2),
+}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_random_wan_arguments(capsys, data, tmp_path_factory):
+    """`bandjax wan` with random options: refused with one line, or run (small sizes only, in
+    this process)."""
+    argv = ["wan", "--scheduler", "inline"]
+    for name in data.draw(st.lists(st.sampled_from(sorted(OPTIONS)), max_size=4, unique=True)):
+        value = data.draw(OPTIONS[name])
+        argv += [name, *value] if isinstance(value, list) else [name, value]
+    if "--steps" not in argv:
+        argv += ["--steps", "2"]  # the default 400 is fine but slow for a fuzz case
+    if "--variant" not in argv:
+        argv += ["--variant", "adamw"]
+    run_main(argv, capsys)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(argv=st.lists(st.sampled_from(
+    ["scenario", "report", "explore", "wan", "breakeven", "adamw", "topk", "--range", "10", "1",
+     "nan", "--over", "enob", "--out", "/dev/full", "--scenario", "/dev/zero", "/", "--results",
+     "--basis", "x", "--write", "-h", "", "\x00", "\udcff"]), max_size=6))
+def test_random_argument_lists(capsys, argv):
+    """Random words from every command's vocabulary: 0 or 2, one line, no traceback. Lists that
+    would start a whole report or page are refused by argparse or by their paths, or skipped."""
+    words = set(argv)
+    if argv[:1] in (["report"], ["explore"]) and not words & {"/dev/full", "/dev/zero", "/",
+                                                              "\x00", "\udcff", "-h", "x"}:
+        return  # a real report takes a minute; its failures are covered by test_faults.py
+    if argv[:1] == ["breakeven"] and "--range" not in words and "-h" not in words:
+        return
+    try:
+        run_main(argv, capsys)
+    except SystemExit:  # pragma: no cover - main never lets one through
+        raise AssertionError(argv)
+
+
+# ------------------------------------------------------------------ the cases a user reported
+
+def test_reported_cases(tmp_path, capsys):
+    ref = reference_toml()
+    msg1 = tmp_path / "msg1.toml"
+    msg1.write_text(ref.replace("message_bytes = 1000000", "message_bytes = 1"))
+    bg = tmp_path / "bg.toml"
+    bg.write_text(ref.replace("background_bytes = 1000000", "background_bytes = 1e-300"))
+    bad = tmp_path / "latin1.toml"
+    bad.write_bytes('wan = "12.5 GB/s" # caf\xe9\n'.encode("latin-1"))
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    cases = [
+        (["wan", "--scenario", msg1, "--scheduler", "inline"], "link arrivals"),
+        (["wan", "--scenario", bg, "--scheduler", "inline"], "link arrivals"),
+        (["wan", "--load", "0.9999", "--scheduler", "inline"], "max_sim_s = 3600 s"),
+        (["wan", "--steps", "100000000000000"], str(_limits.MAX_STEPS)),
+        (["wan", "--seeds", "1000000"], str(_limits.MAX_SEEDS)),
+        (["wan", "--load", "0.5", "0.5"], "given twice"),
+        (["breakeven", "adamw", "topk", "--range", "10", "1"], "--range 10 1 GB/s: must satisfy 0 < lo < hi"),
+        (["report", "--scenario", "/dev/zero"], "character device"),
+        (["report", "--scenario", tmp_path], "is a directory"),
+        (["report", "--scenario", fifo], "named pipe"),
+        (["report", "--scenario", bad], f"{str(bad)!r} is not UTF-8"),
+        (["explore", "--results", tmp_path], "is a directory"),
+        (["report", "--out", "/dev/full"], "not a folder"),
+        (["report", "--out", "/etc"], "not a bandjax report"),
+        (["wan", "--out", "/dev/full", "--steps", "2"], "character device"),
+        (["scenario", "--write", "/dev/full"], "character device"),
+    ]
+    for argv, says in cases:
+        rc, err = run_main(argv, capsys)
+        assert rc == 2 and says in err, (argv, err)
+    assert Path("/dev/full").is_char_device()
+
+
+def test_unreachable_scheduler(monkeypatch, capsys):
+    """A closed port and a port that accepts but never answers: one line within the timeout."""
+    import time
+
+    monkeypatch.setattr(_limits, "SCHEDULER_TIMEOUT_S", 1.0)
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    closed_port = closed.getsockname()[1]
+    closed.close()  # nothing listens there any more
+    accepted = []
+    stop = threading.Event()
+
+    def accept():
+        silent.settimeout(0.2)
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                accepted.append(silent.accept()[0])
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    try:
+        for port in (silent.getsockname()[1], closed_port):
+            t0 = time.monotonic()
+            rc, err = run_main(["wan", "--steps", "2", "--variant", "adamw",
+                                "--scheduler", f"tcp://127.0.0.1:{port}"], capsys)
+            # the bound is 1 s; dask adds up to its own connect retry interval on top
+            assert rc == 2 and "within 1 s" in err and time.monotonic() - t0 < 8, err
+        assert accepted, "the silent port was never connected to"
+    finally:
+        stop.set()
+        t.join()
+        silent.close()
+        for c in accepted:
+            c.close()
+
+
+def test_interrupt_is_one_line(monkeypatch, capsys):
+    """Ctrl-C in a command: status 130 and one line."""
+    from bandjax.report import cli as report_cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report_cli, "_scenario", interrupted)
+    TALLY["inputs"] += 1
+    rc = cli.main(["scenario"])
+    err = capsys.readouterr().err
+    assert rc == 130 and err == "bandjax scenario: interrupted\n", err
+
+
+# ------------------------------------------------------------------ files
+
+def test_bounded_reader(tmp_path):
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * 101)
+    with pytest.raises(OSError, match=r"'.*big' is 101 B; at most 100 B"):
+        _io.read_bounded_text(big, "input", 100)
+    assert _io.read_bounded_text(big, "input", 101) == "x" * 101
+    with pytest.raises(OSError, match="character device"):
+        _io.read_bounded_text("/dev/zero", "input", 100)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        _io.read_bounded_text(tmp_path / "none", "input", 100)
+    bad = tmp_path / "bad"
+    bad.write_bytes(b"ok\xff")
+    with pytest.raises(ValueError, match=r"'.*bad' is not UTF-8 text \(byte 0xff at offset 2\)"):
+        _io.read_bounded_text(bad, "input", 100)
+
+
+def test_atomic_write_refuses_non_regular(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path, kind in ((fifo, "named pipe"), (tmp_path, "directory"), ("/dev/null", "device")):
+        with pytest.raises(OSError, match=kind):
+            _io.atomic_write_text(path, "x")
+    assert Path("/dev/null").is_char_device() and fifo.is_fifo()
+
+
+# ------------------------------------------------------------------ the page
+
+def test_page_json_has_no_angle_bracket():
+    hostile = {"s": "<!--<script>", "t": "</script><b>&", "u": "\u2028"}
+    text = explorer._json_script(hostile)
+    assert "<" not in text and ">" not in text and "&" not in text
+    import json
+
+    assert json.loads(text) == hostile
+
+
+# ------------------------------------------------------------------ a few through a subprocess
+
+@pytest.mark.parametrize("argv,says", [
+    (["report", "--scenario", "/dev/zero"], "character device"),
+    (["wan", "--load", "0.5", "0.5"], "given twice"),
+])
+def test_subprocess(argv, says):
+    TALLY["inputs"] += 1
+    p = subprocess.run([sys.executable, "-m", "bandjax", *argv], capture_output=True, text=True,
+                       timeout=CASE_S * 3, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and says in p.stderr, p.stderr
+    TALLY["clear errors"] += 1
+
+
+def test_tally():
+    """Printed with -s; fails if any case traced back or hung (they fail their own test too)."""
+    print("\nhostile inputs:", dict(TALLY))
+    assert TALLY["tracebacks"] == 0 and TALLY["hangs"] == 0
