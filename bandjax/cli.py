@@ -21,6 +21,7 @@ from .units import ScenarioError
 # module path -> its register_cli(subparsers) adds one or more subcommands
 COMMANDS = (
     "bandjax.report.cli",
+    "bandjax.store_cli",
     "bandjax.report.explorer",
     "bandjax.report.shared_wan",
     "bandjax.report.breakeven",

@@ -664,9 +664,12 @@ def _steps_value(where: str, value):
 
 def load(path: str | os.PathLike) -> Scenario:
     """Read a scenario TOML file (see :func:`save`); errors name the key, value and what is allowed."""
+    from ._io import read_bounded_text
+    from ._limits import MAX_SCENARIO_BYTES
+
     try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
+        # bounded: /dev/zero, a FIFO or a huge file is refused before it is read
+        data = tomllib.loads(read_bounded_text(path, "scenario file", MAX_SCENARIO_BYTES))
     except FileNotFoundError:
         raise ScenarioError(f"scenario file {os.fspath(path)!r} does not exist") from None
     except tomllib.TOMLDecodeError as e:
