@@ -1,7 +1,8 @@
 """The ``bandjax`` command.
 
-Each subcommand lives beside the code it drives and registers itself through a
-``register_cli(subparsers)`` function listed in :data:`COMMANDS`.
+Each command module adds its subcommands with ``register_cli(subparsers)`` and imports jax only
+inside its command functions, so ``bandjax --help`` and ``bandjax COMMAND --help`` load no jax.
+The command modules share their arguments through :mod:`bandjax.cliargs`; none imports this one.
 
 Every expected failure (a bad argument or scenario value, a file that cannot be read or written,
 a simulation over its bound, an unreachable scheduler, a missing optional package) ends the command
@@ -12,20 +13,16 @@ line and status 130. Anything else is a defect and keeps its traceback.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 
+from . import breakeven_cli, store_cli
+from .report import cli as report_cli
+from .report import shared_wan
 from .units import ScenarioError
 
-# module path -> its register_cli(subparsers) adds one or more subcommands
-COMMANDS = (
-    "bandjax.report.cli",
-    "bandjax.store_cli",
-    "bandjax.report.explorer",
-    "bandjax.report.shared_wan",
-    "bandjax.report.breakeven",
-)
+# each register_cli(subparsers) adds one or more subcommands, in this order in --help
+COMMANDS = (report_cli, breakeven_cli, shared_wan, store_cli)
 
 EXIT_ERROR = 2  # as argparse's own usage errors
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
@@ -38,27 +35,14 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_ERROR, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def scenario_arg(parser: argparse.ArgumentParser) -> None:
-    """Add the common ``--scenario FILE`` option."""
-    parser.add_argument("--scenario", metavar="FILE",
-                        help="scenario TOML file (default: the study's reference scenario; "
-                             "`bandjax scenario --write FILE` writes one to edit)")
+def _version() -> str:
+    """The installed distribution's version (package metadata)."""
+    from importlib.metadata import PackageNotFoundError, version
 
-
-def load_scenario(args):
-    """The scenario of ``--scenario FILE`` (a regular UTF-8 file of at most
-    :data:`bandjax._limits.MAX_SCENARIO_BYTES`), or the reference scenario."""
-    from ._io import read_bounded_text
-    from ._limits import MAX_SCENARIO_BYTES
-    from .scenario import load, reference
-
-    path = getattr(args, "scenario", None)
-    if not path:
-        return reference()
-    # checked here, before scenario.load opens it: /dev/zero, a FIFO, a directory or a huge
-    # file must not be read, and a file that is not UTF-8 must be named
-    read_bounded_text(path, "scenario file", MAX_SCENARIO_BYTES)
-    return load(path)
+    try:
+        return version("bandjax")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "(not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,9 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="bandjax",
         description="When does computing a band of the gradient in transit pay? "
                     "Closed forms, break-evens, a shared-WAN engine and a report.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for path in COMMANDS:
-        importlib.import_module(path).register_cli(sub)
+    for module in COMMANDS:
+        module.register_cli(sub)
     return parser
 
 

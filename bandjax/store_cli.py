@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .cliargs import load_scenario, scenario_arg
+
 
 def _budget(text: str):
     """A budget value: GFLOP/s, or one of the named budgets."""
@@ -18,7 +20,6 @@ def _budget(text: str):
 
 def _store_cli(args) -> int:
     from . import store
-    from .cli import load_scenario
 
     lo, hi = args.bandwidth
     if not (np.isfinite(lo) and np.isfinite(hi) and 0 < lo <= hi):
@@ -40,8 +41,6 @@ def _store_cli(args) -> int:
 
 
 def register_cli(sub) -> None:
-    from .cli import scenario_arg
-
     p = sub.add_parser(
         "store", help="write a sweep, chunk by chunk, to a zarr store",
         description="Sweep the closed forms over WAN bandwidth (log-spaced), and budgets if given, "

@@ -56,6 +56,8 @@ def build(scenario: Scenario | None = None, ctx: dict | None = None) -> dict:
     results: dict = {"schema_version": SCHEMA_VERSION}
     ctx["results"] = results  # a section may read the sections before it
     for path in SECTIONS:
+        if ctx.get("progress"):  # told before the import: a section's first import loads jax
+            ctx["progress"](path.rsplit(".", 1)[-1])
         results.update(importlib.import_module(path).build(sc, ctx))
     return _json_ready(results)
 
@@ -139,12 +141,15 @@ def _report_size_hook(ctx: dict) -> None:
         ctx["shared_wan"] = {"seeds": 2, "steps": 20, "scheduler": "inline", "progress": False}
 
 
-def write(out: str | Path, scenario: Scenario | None = None) -> dict[str, Path]:
+def write(out: str | Path, scenario: Scenario | None = None, *,
+          ctx: dict | None = None) -> dict[str, Path]:
     """Write the report (results.json, results.md and figures/) as the folder ``out``: the whole
     new report appears at once, replacing an old one, or the old one stays (see :func:`recover`).
 
     Entries of an old report folder that the report does not write (an explorer.html) are carried
     over. Raises ``OSError`` for an ``out`` that is not a folder or is a folder of other files.
+    ``ctx`` starts the sections' shared dict: ``progress``, a callable given each section's name
+    as it starts; ``shared_wan``, that section's run options (``{"progress": False}``: no bar).
     """
     recover(out)
     out = check_out(out)
@@ -153,7 +158,7 @@ def write(out: str | Path, scenario: Scenario | None = None) -> dict[str, Path]:
     aside = out.parent / f".{out.name}{_OLD}{os.getpid()}"
     try:
         new.mkdir()
-        ctx: dict = {"out": new}
+        ctx = {**(ctx or {}), "out": new}
         _report_size_hook(ctx)
         results = build(scenario, ctx)
         text = json.dumps(results, indent=1, allow_nan=False)

@@ -258,17 +258,18 @@ def _fmt_value(x, units: str) -> str:
     return f"{x / factor:.4g} {unit}".rstrip()
 
 
-# --------------------------------------------------------------------------- CLI
+# --------------------------------------------------------------------------- CLI (bandjax breakeven)
+# The command and its argument checks are bandjax.breakeven_cli; these print its results.
 
 
-def _print_bandwidth(sc, a, b, basis, lo, hi) -> None:
+def print_bandwidth(sc, a, b, basis, lo, hi) -> None:
     r = be.break_even(sc, a, b, basis=basis, lo=lo, hi=hi)
     _header(sc, r, basis)
     print(f"  WAN searched {r.lo / 1e9:g} to {r.hi / 1e9:g} GB/s")
     _print_crossings(r, lambda x: f"{x / 1e9:.6g} GB/s = {8 * x / 1e9:.6g} Gb/s")
 
 
-def _print_budget(sc, a, b, basis, lo, hi) -> None:
+def print_budget(sc, a, b, basis, lo, hi) -> None:
     r = be.break_even(sc, a, b, over="budget", basis=basis, lo=lo, hi=hi)
     _header(sc, r, basis)
     print(f"  module budget searched {r.lo / 1e9:g} to {r.hi / 1e9:g} GFLOP/s at "
@@ -278,7 +279,7 @@ def _print_budget(sc, a, b, basis, lo, hi) -> None:
     print(f"  (the module's compute stops binding above {budget['numeric_GFLOPs']:.6g} GFLOP/s)")
 
 
-def _print_enob(sc, a, b, basis, lo, hi) -> None:
+def print_enob(sc, a, b, basis, lo, hi) -> None:
     lo = lo or be.BANDWIDTH_RANGE_GBps[0] * 1e9
     hi = hi or be.BANDWIDTH_RANGE_GBps[1] * 1e9
     grid = sorted({*(g for g in ENOB_GRID_GBps if lo / 1e9 <= g <= hi / 1e9)})
@@ -314,68 +315,23 @@ def _print_crossings(r: be.BreakEven, fmt) -> None:
               f"{_short(above)} faster)")
 
 
-def _breakeven_cli(args) -> int:
-    from ..cli import load_scenario
-
-    sc = load_scenario(args)
-    a, b = be.resolve_variant(args.a), be.resolve_variant(args.b)
-    if a == b:
-        raise ValueError(f"A = B = {a!r}: a break-even needs two different variants")
-    bases = [args.basis] if args.basis else (list(BASES) if "band_switch" in (a, b) else ["hypothesis"])
-    unit = {"bandwidth": 1e9, "budget": 1e9, "enob": 1e9}[args.over]
-    lo, hi = (None, None)
-    if args.range:
-        typed = {"budget": "GFLOP/s"}.get(args.over, "GB/s")
-        a_, b_ = args.range
-        if not (math.isfinite(a_) and math.isfinite(b_) and 0 < a_ < b_):
-            raise ValueError(f"--range {a_:g} {b_:g} {typed}: must satisfy 0 < lo < hi, both "
-                             "finite")
-        lo, hi = (float(v) * unit for v in args.range)
-    show = {"bandwidth": _print_bandwidth, "budget": _print_budget, "enob": _print_enob}[args.over]
-    for basis in bases:
-        show(sc, a, b, basis, lo, hi)
-        if args.sensitivity and args.over != "enob":
-            r, elast = sens.elasticities(sc, a, b, over=args.over, basis=basis, lo=lo, hi=hi)
-            for k in range(int(r.count)):
-                print(f"  elasticities of break-even {k + 1} (% per %), largest first:")
-                for n, v in sorted(elast.items(), key=lambda kv: -abs(float(kv[1][k])))[:8]:
-                    print(f"    {n:<28} {float(v[k]):+.4f}")
-        if args.achieve:
-            c = inv.smallest_change(sc, a, b, args.achieve, basis=basis)
-            if c.status == "already":
-                print(f"  {_short(a)} already beats {_short(b)}; nothing to change")
-            elif c.status == "found":
-                side = "below" if c.ratio < 1 else "above"
-                print(f"  {_short(a)} beats {_short(b)} with {args.achieve} {side} "
-                      f"{_fmt_value(c.required, c.units)} (now {_fmt_value(c.current, c.units)}; "
-                      f"x {c.ratio:.4g} is the smallest change)")
-            else:
-                print(f"  no {args.achieve} in {_fmt_value(c.lo, c.units)} to "
-                      f"{_fmt_value(c.hi, c.units)} makes {_short(a)} beat {_short(b)}")
-    return 0
+def print_elasticities(sc, a, b, over, basis, lo, hi) -> None:
+    r, elast = sens.elasticities(sc, a, b, over=over, basis=basis, lo=lo, hi=hi)
+    for k in range(int(r.count)):
+        print(f"  elasticities of break-even {k + 1} (% per %), largest first:")
+        for n, v in sorted(elast.items(), key=lambda kv: -abs(float(kv[1][k])))[:8]:
+            print(f"    {n:<28} {float(v[k]):+.4f}")
 
 
-def register_cli(sub) -> None:
-    from ..cli import scenario_arg
-
-    p = sub.add_parser(
-        "breakeven", help="where two variants break even (bandwidth, budget or ENOB)",
-        description="Print where variants A and B reach the target loss in the same time, with "
-                    "the faster one on each side. Variants by id or label (adamw, topk, C, C', "
-                    "E, E').")
-    p.add_argument("a", metavar="A", help="variant id or label")
-    p.add_argument("b", metavar="B", help="variant id or label")
-    p.add_argument("--basis", choices=BASES,
-                   help="E' steps basis (default: both when E' is in the pair)")
-    p.add_argument("--over", choices=("bandwidth", "budget", "enob"), default="bandwidth",
-                   help="search over WAN bandwidth (default), module budget, or ENOB")
-    p.add_argument("--range", nargs=2, type=float, metavar=("LO", "HI"),
-                   help="searched range: GB/s for bandwidth and enob, GFLOP/s for budget "
-                        "(default 0.1 1000 GB/s; 1 10000 GFLOP/s)")
-    p.add_argument("--sensitivity", action="store_true",
-                   help="also print the elasticities of each break-even")
-    p.add_argument("--achieve", metavar="PARAM",
-                   help="also print the smallest change of PARAM (e.g. optics_Sps, budget_FLOPs, "
-                        "qsfp_port_Bps, wan_Bps, steps_a) that makes A beat B")
-    scenario_arg(p)
-    p.set_defaults(func=_breakeven_cli)
+def print_achieve(sc, a, b, parameter, basis) -> None:
+    c = inv.smallest_change(sc, a, b, parameter, basis=basis)
+    if c.status == "already":
+        print(f"  {_short(a)} already beats {_short(b)}; nothing to change")
+    elif c.status == "found":
+        side = "below" if c.ratio < 1 else "above"
+        print(f"  {_short(a)} beats {_short(b)} with {parameter} {side} "
+              f"{_fmt_value(c.required, c.units)} (now {_fmt_value(c.current, c.units)}; "
+              f"x {c.ratio:.4g} is the smallest change)")
+    else:
+        print(f"  no {parameter} in {_fmt_value(c.lo, c.units)} to "
+              f"{_fmt_value(c.hi, c.units)} makes {_short(a)} beat {_short(b)}")

@@ -1,16 +1,47 @@
-"""``bandjax report`` and ``bandjax scenario``."""
+"""``bandjax report``, ``bandjax explore`` and ``bandjax scenario``.
+
+Only argparse at import time: the report and the explorer (jax, xarray, altair) load inside the
+command functions.
+"""
 
 from __future__ import annotations
 
 import sys
+import time
 
-from ..cli import load_scenario, scenario_arg
+from ..cliargs import load_scenario, scenario_arg
+
+# what each report section computes, for the progress lines (a new section shows its name)
+SECTION_WORDS = {
+    "core": "step times, times to target, hot spots, energy, model size, sync every H",
+    "breakeven": "break-evens, sensitivities and the smallest changes",
+    "shared_wan": "shared-WAN event-engine runs (most of the time)",
+    "figures": "figures (SVG and PNG)",
+}
+
+
+def _progress(out: str):
+    """A callable that prints one line on stderr as each report section starts, with the seconds
+    since the command began."""
+    start = time.monotonic()
+    count = [0]
+
+    def section(name: str) -> None:
+        count[0] += 1
+        print(f"bandjax report: [{count[0]}] {SECTION_WORDS.get(name, name)} "
+              f"({time.monotonic() - start:.0f} s)", file=sys.stderr, flush=True)
+
+    print(f"bandjax report: writing {out}/results.json, results.md and figures/; a line per "
+          "section as it starts", file=sys.stderr, flush=True)
+    return section
 
 
 def _report(args) -> int:
+    sc = load_scenario(args)  # no jax: a bad scenario file is told at once
+    ctx = {"shared_wan": {"progress": False}} if args.quiet else {"progress": _progress(args.out)}
     from . import write
 
-    paths = write(args.out, load_scenario(args))
+    paths = write(args.out, sc, ctx=ctx)
     for p in paths.values():
         print(f"wrote {p}")
     return 0
@@ -30,13 +61,38 @@ def _scenario(args) -> int:
     return 0
 
 
+def _explore(args) -> int:
+    from .explorer import read_results, write
+
+    sc = load_scenario(args)
+    results = read_results(args.results, sc) if args.results else None
+    path = write(args.out, sc, results)
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)")
+    return 0
+
+
 def register_cli(sub) -> None:
     p = sub.add_parser("report", help="write results.json and results.md for a scenario",
                        description="Write the report (results.json, results.md and figures) "
-                                   "for the reference scenario or --scenario FILE.")
+                                   "for the reference scenario or --scenario FILE. A line on "
+                                   "stderr as each section starts (about a minute in all).")
     p.add_argument("--out", default="out", metavar="DIR", help="output folder (default: out)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress lines or bars on stderr")
     scenario_arg(p)
     p.set_defaults(func=_report)
+
+    p = sub.add_parser("explore", help="write the explorer page (explorer.html), which works offline",
+                       description="Write one self-contained explorer.html: time to target against "
+                                   "bandwidth with a play button, module stages, break-evens, shared "
+                                   "WAN, model size, syncing every H steps and energy. It opens from "
+                                   "disk with no network.")
+    p.add_argument("--out", default="out", metavar="DIR", help="output folder (default: out)")
+    p.add_argument("--results", metavar="FILE",
+                   help="a results.json from `bandjax report` for the same scenario, reused "
+                        "instead of computed again (the shared-WAN runs take most of a minute)")
+    scenario_arg(p)
+    p.set_defaults(func=_explore)
 
     p = sub.add_parser("scenario", help="print or write a scenario as TOML (with units)",
                        description="Print the scenario as TOML, or write it to a file to edit "

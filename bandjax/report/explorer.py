@@ -407,30 +407,3 @@ def read_results(path: str | Path, scenario: Scenario) -> dict:
         raise ValueError(f"--results {str(path)!r} was written for another scenario; "
                          "pass the same --scenario it was written with, or leave --results out")
     return results
-
-
-def _explore(args) -> int:
-    from ..cli import load_scenario
-
-    sc = load_scenario(args)
-    results = read_results(args.results, sc) if args.results else None
-    path = write(args.out, sc, results)
-    print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)")
-    return 0
-
-
-def register_cli(sub) -> None:
-    from ..cli import scenario_arg
-
-    p = sub.add_parser("explore", help="write the explorer page (explorer.html), which works offline",
-                       description="Write one self-contained explorer.html: time to target against "
-                                   "bandwidth with a play button, module stages, break-evens, shared "
-                                   "WAN, model size, syncing every H steps and energy. It opens from "
-                                   "disk with no network.")
-    p.add_argument("--out", default="out", metavar="DIR", help="output folder (default: out)")
-    p.add_argument("--results", metavar="FILE",
-                   help="a results.json from `bandjax report` for the same scenario, reused "
-                        "instead of computed again (the shared-WAN runs take most of a minute)")
-    scenario_arg(p)
-    p.set_defaults(func=_explore)
-

@@ -185,21 +185,20 @@ def check_wan_args(args) -> None:
         from .._io import check_regular_or_absent
 
         check_regular_or_absent(args.out, "--out")
-    if args.variant and len(set(args.variant)) < len(args.variant):
-        raise ValueError(f"--variant {' '.join(args.variant)}: give each variant once")
 
 
 def _wan(args) -> int:
     import events
 
-    from ..cli import load_scenario
+    from ..cliargs import load_scenario, variant_ids
     from ..queueing import ACCURACY, shared_wan_step_s
 
     check_wan_args(args)
     sc = load_scenario(args)
+    variants = variant_ids("--variant", args.variant, sc) if args.variant else None
     seeds = list(range(args.seed, args.seed + args.seeds))
     ds = events.sweep(sc, load=list(args.load), seed=seeds, steps=args.steps,
-                      bandwidth=args.bandwidth, variant=args.variant or None,
+                      bandwidth=args.bandwidth, variant=variants,
                       scheduler=args.scheduler, n_workers=args.workers, max_sim_s=args.max_sim_s)
     if args.bandwidth is not None:
         sc = sc.replace(wan_Bps=args.bandwidth * 1e9)
@@ -232,7 +231,7 @@ def _wan(args) -> int:
 
 
 def register_cli(sub) -> None:
-    from ..cli import scenario_arg
+    from ..cliargs import scenario_arg
 
     p = sub.add_parser("wan", help="step times on a WAN shared with other jobs (event engine)",
                        description="Run the shared-WAN event engine for every variant at each "
@@ -244,7 +243,8 @@ def register_cli(sub) -> None:
     p.add_argument("--steps", type=int, default=STEPS, help=f"steps a run (default {STEPS})")
     p.add_argument("--bandwidth", type=float, metavar="GBps",
                    help="WAN bandwidth per direction, GB/s (default: the scenario's)")
-    p.add_argument("--variant", nargs="+", choices=_v.IDS, help="variants (default: all)")
+    p.add_argument("--variant", nargs="+", metavar="V",
+                   help="variants by id or label (adamw, topk, C, C', E, E'; default: all)")
     p.add_argument("--scheduler", metavar="ADDR",
                    help="dask scheduler address, e.g. tcp://host:8786 (default: a LocalCluster; "
                         "'inline' runs in this process)")

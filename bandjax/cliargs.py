@@ -1,0 +1,51 @@
+"""Arguments shared by the ``bandjax`` commands: ``--scenario FILE`` and variants by id or label.
+
+The command modules import this one, never :mod:`bandjax.cli` (the command at the top imports
+them). Nothing here loads jax: building the parser, and so ``--help``, stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def scenario_arg(parser: argparse.ArgumentParser) -> None:
+    """Add the common ``--scenario FILE`` option."""
+    parser.add_argument("--scenario", metavar="FILE",
+                        help="scenario TOML file (default: the study's reference scenario; "
+                             "`bandjax scenario --write FILE` writes one to edit)")
+
+
+def load_scenario(args):
+    """The scenario of ``--scenario FILE`` (a regular UTF-8 file of at most
+    :data:`bandjax._limits.MAX_SCENARIO_BYTES`), or the reference scenario."""
+    from ._io import read_bounded_text
+    from ._limits import MAX_SCENARIO_BYTES
+    from .scenario import load, reference
+
+    path = getattr(args, "scenario", None)
+    if not path:
+        return reference()
+    # checked here, before scenario.load opens it: /dev/zero, a FIFO, a directory or a huge
+    # file must not be read, and a file that is not UTF-8 must be named
+    read_bounded_text(path, "scenario file", MAX_SCENARIO_BYTES)
+    return load(path)
+
+
+def variant_ids(option: str, names, sc) -> list[str]:
+    """The ids of the variants ``names`` (ids or short labels such as ``E'``, any case) in the
+    scenario's registry (a user's variants included); a ``ValueError`` naming ``option`` for an
+    unknown one or one given twice."""
+    from .breakeven import resolve_variant
+
+    ids = []
+    for name in names:
+        try:
+            ids.append(resolve_variant(name, sc.variants))
+        except ValueError as e:
+            raise ValueError(f"{option} {name}: {e}") from None
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise ValueError(f"{option} {' '.join(names)}: {', '.join(twice)} given twice; give each "
+                         "variant once")
+    return ids
