@@ -18,7 +18,7 @@ import xarray as xr
 
 from . import metrics
 from .labels import COORD_ATTRS
-from .scenario import Scenario, reference
+from .scenario import Scenario, reference, resolve_budget
 from .step import COMPONENTS, STAGES, module_stages_s
 from .sweepargs import Grid, parse
 
@@ -136,6 +136,11 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Datase
         coords[dim] = xr.Variable((), cval, g.scalar_attrs.get(dim, {}))
     for name, (cdims, values, attrs) in g.extra_coords.items():
         coords[name] = xr.Variable(cdims, values, attrs)
+    if "budget" in coords:  # numeric for plots and arithmetic; named for ds.sel(budget_label="low")
+        b = coords["budget"]
+        coords["budget_label"] = xr.Variable(b.dims, np.vectorize(
+            lambda x: _budget_label(sc, x), otypes=[str])(b.values),
+            {"long_name": "module compute budget: the scenario's name for it, or GFLOP/s"})
     vids = g.variants
     vdims = dims + (["variant"] if g.variant_is_dim else [])
     if g.variant_is_dim:
@@ -171,6 +176,8 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Datase
     if "module_stage_s" in names:
         coords["stage"] = list(STAGES)
     ds = xr.Dataset({k: xr.Variable(d, v, _ATTRS[k]) for k, (d, v) in data.items()}, coords=coords)
+    if "budget" in ds.dims:
+        ds = ds.set_xindex("budget_label")
     rules = [v.id for v in sc.variants if v.basis_dependent]
     ds.attrs.update({
         "title": "bandjax closed-form sweep",
@@ -181,3 +188,12 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Datase
                        + "syncing every H steps assumes steps to target unchanged",
     })
     return ds
+
+
+def _budget_label(sc: Scenario, GFLOPs: float) -> str:
+    """The scenario's name of a budget (``"free"``, ``"low"``, ``"high"``) or its GFLOP/s."""
+    for name in ("free", "low", "high"):
+        named = resolve_budget(sc, name) / 1e9
+        if GFLOPs == named or np.isclose(GFLOPs, named, rtol=1e-12, atol=0.0):
+            return name
+    return f"{GFLOPs:g} GFLOP/s"

@@ -266,7 +266,7 @@ def print_bandwidth(sc, a, b, basis, lo, hi) -> None:
     r = be.break_even(sc, a, b, basis=basis, lo=lo, hi=hi)
     _header(sc, r, basis)
     print(f"  WAN searched {r.lo / 1e9:g} to {r.hi / 1e9:g} GB/s")
-    _print_crossings(r, lambda x: f"{x / 1e9:.6g} GB/s = {8 * x / 1e9:.6g} Gb/s")
+    _print_crossings(sc, r, lambda x: f"{x / 1e9:.6g} GB/s = {8 * x / 1e9:.6g} Gb/s")
 
 
 def print_budget(sc, a, b, basis, lo, hi) -> None:
@@ -274,7 +274,7 @@ def print_budget(sc, a, b, basis, lo, hi) -> None:
     _header(sc, r, basis)
     print(f"  module budget searched {r.lo / 1e9:g} to {r.hi / 1e9:g} GFLOP/s at "
           f"{float(sc.wan_Bps) / 1e9:g} GB/s WAN")
-    _print_crossings(r, lambda x: f"{x / 1e9:.6g} GFLOP/s")
+    _print_crossings(sc, r, lambda x: f"{x / 1e9:.6g} GFLOP/s")
     budget = be.budget_break_even(sc)
     print(f"  (the module's compute stops binding above {budget['numeric_GFLOPs']:.6g} GFLOP/s)")
 
@@ -285,7 +285,7 @@ def print_enob(sc, a, b, basis, lo, hi) -> None:
     grid = sorted({*(g for g in ENOB_GRID_GBps if lo / 1e9 <= g <= hi / 1e9)})
     lowest = be.enob_break_even(sc, a, b, grid, basis=basis)
     note = f"{basis} basis: {BASIS_NOTE[basis]}" if "band_switch" in (a, b) else BASIS_NOTE[None]
-    print(f"{_short(a)} ({a}) vs {_short(b)} ({b}), {note}")
+    print(f"{sc.variant(a).short} ({a}) vs {sc.variant(b).short} ({b}), {note}")
     print("  lowest measured ENOB at which it still wins (measured: "
           f"{', '.join(str(e) for e in sc.steps.measured_enobs(sc.steps.hypothesis_from if a == 'band_switch' else a))}):")
     for g, e in zip(grid, lowest):
@@ -296,23 +296,23 @@ def _header(sc, r: be.BreakEven, basis) -> None:
     has_switch = "band_switch" in (r.a, r.b)
     note = f"{basis} basis: {BASIS_NOTE[basis]}" if has_switch else BASIS_NOTE[None]
     steps = f"steps to target {r.steps_a:g} vs {r.steps_b:g}"
-    print(f"{_short(r.a)} ({r.a}) vs {_short(r.b)} ({r.b}), {note}; {steps}; "
+    print(f"{sc.variant(r.a).short} ({r.a}) vs {sc.variant(r.b).short} ({r.b}), {note}; {steps}; "
           f"module budget [{_budget_label(sc)}]; d calibrated; target loss {sc.steps.target_loss:g}")
 
 
-def _print_crossings(r: be.BreakEven, fmt) -> None:
+def _print_crossings(sc, r: be.BreakEven, fmt) -> None:
     at = r.at()
     if not at["x"]:
         if at["status"] in ("a_wins_throughout", "b_wins_throughout"):
             w = at["winners"][0]
-            print(f"  no break-even in range: {_short(w)} ({w}) is faster throughout")
+            print(f"  no break-even in range: {sc.variant(w).short} ({w}) is faster throughout")
         else:
             print(f"  no break-even: {at['status'].replace('_', ' ')}")
         return
     for k, x in enumerate(at["x"]):
         below, above = at["winners"][k], at["winners"][k + 1]
-        print(f"  break-even {k + 1}: {fmt(x)}  (below: {_short(below)} faster; above: "
-              f"{_short(above)} faster)")
+        print(f"  break-even {k + 1}: {fmt(x)}  (below: {sc.variant(below).short} faster; above: "
+              f"{sc.variant(above).short} faster)")
 
 
 def print_elasticities(sc, a, b, over, basis, lo, hi) -> None:
@@ -326,12 +326,12 @@ def print_elasticities(sc, a, b, over, basis, lo, hi) -> None:
 def print_achieve(sc, a, b, parameter, basis) -> None:
     c = inv.smallest_change(sc, a, b, parameter, basis=basis)
     if c.status == "already":
-        print(f"  {_short(a)} already beats {_short(b)}; nothing to change")
+        print(f"  {sc.variant(a).short} already beats {sc.variant(b).short}; nothing to change")
     elif c.status == "found":
         side = "below" if c.ratio < 1 else "above"
-        print(f"  {_short(a)} beats {_short(b)} with {parameter} {side} "
+        print(f"  {sc.variant(a).short} beats {sc.variant(b).short} with {parameter} {side} "
               f"{_fmt_value(c.required, c.units)} (now {_fmt_value(c.current, c.units)}; "
               f"x {c.ratio:.4g} is the smallest change)")
     else:
         print(f"  no {parameter} in {_fmt_value(c.lo, c.units)} to "
-              f"{_fmt_value(c.hi, c.units)} makes {_short(a)} beat {_short(b)}")
+              f"{_fmt_value(c.hi, c.units)} makes {sc.variant(a).short} beat {sc.variant(b).short}")

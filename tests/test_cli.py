@@ -1,0 +1,229 @@
+"""The ``bandjax`` command as a new user meets it: instant help, a version, every argument checked
+before any work (one line, exit status 2), variants by id or label, progress while a report runs."""
+
+import ast
+import importlib.metadata
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bandjax
+from bandjax.cli import EXIT_ERROR, main
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMANDS = ("report", "explore", "scenario", "breakeven", "wan", "store")
+
+
+class _Searched(Exception):
+    """Raised by a stand-in for the work a command does after its checks."""
+
+
+def _one_error_line(capsys, *fragments) -> str:
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    for f in fragments:
+        assert f in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.slow
+def test_help_of_every_command_loads_no_jax():
+    # an import hook that refuses jax: any import of it while building the parser or printing
+    # help fails the run; and sys.modules after it must hold neither jax nor xarray
+    script = f"""
+import sys
+class Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in ('jax', 'jaxlib', 'xarray'):
+            raise ImportError('refused: ' + name)
+sys.meta_path.insert(0, Refuse())
+import contextlib, io
+from bandjax.cli import main
+for argv in [['--help']] + [[c, '--help'] for c in {COMMANDS!r}]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = main(argv)
+    assert rc == 0 and 'usage: bandjax' in out.getvalue(), (argv, rc, out.getvalue())
+loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib', 'xarray'))
+assert not loaded, loaded
+print('ok')
+"""
+    r = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                       timeout=120, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_nothing_below_the_command_imports_it():
+    """bandjax.cli imports the command modules plainly; no module of the package imports cli."""
+    offenders = []
+    for path in (ROOT / "bandjax").rglob("*.py"):
+        if path.name == "__main__.py":
+            continue
+        package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - node.level + 1] \
+                    if node.level else []
+                module = ".".join(base + ([node.module] if node.module else []))
+                names = [f"{module}.{a.name}" for a in node.names] + [module]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            if "bandjax.cli" in names:
+                offenders.append(str(path.relative_to(ROOT)))
+    assert offenders == []
+    source = (ROOT / "bandjax" / "cli.py").read_text()
+    assert "import_module" not in source and "__import__" not in source
+
+
+def test_version_is_the_package_metadata(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"bandjax {importlib.metadata.version('bandjax')}"
+
+
+@pytest.fixture
+def no_search(monkeypatch):
+    """Every break-even search raises _Searched: an argument error must come before it."""
+    import bandjax.breakeven as be
+    from bandjax.report import breakeven as rb
+
+    def searched(*args, **kwargs):
+        raise _Searched
+
+    monkeypatch.setattr(be, "break_even", searched)
+    monkeypatch.setattr(be, "enob_break_even", searched)
+    calls = []
+
+    def record(sc, a, b, basis, lo, hi):
+        calls.append((a, b, basis, lo, hi))
+
+    monkeypatch.setattr(rb, "print_bandwidth", record)
+    monkeypatch.setattr(rb, "print_budget", record)
+    return calls
+
+
+@pytest.mark.parametrize("argv, fragments", [
+    (["breakeven", "E'", "adamw", "--achieve", "foo"], ["--achieve foo", "not known", "optics_Sps"]),
+    (["breakeven", "E'", "adamw", "--range", "10", "1"], ["--range 10 1 GB/s", "0 < lo < hi"]),
+    (["breakeven", "E", "C", "--over", "enob", "--range", "10", "1"], ["--range 10 1 GB/s"]),
+    (["breakeven", "E", "C", "--over", "budget", "--range", "10", "1"],
+     ["--range 10 1 GFLOP/s", "0 < lo < hi"]),
+    (["breakeven", "E", "C", "--range", "0", "inf"], ["--range 0 inf GB/s"]),
+    (["breakeven", "E", "C", "--over", "enob", "--sensitivity"], ["--sensitivity", "--over enob"]),
+    (["breakeven", "E", "nope"], ["B nope", "not known", "band_switch (E')"]),
+    (["breakeven", "E", "band_pluggable"], ["A = B = 'band_pluggable'"]),
+])
+def test_breakeven_arguments_are_checked_before_any_search(no_search, capsys, argv, fragments):
+    assert main(argv) == EXIT_ERROR
+    line = _one_error_line(capsys, "bandjax breakeven: error:", *fragments)
+    assert "Traceback" not in line
+    assert no_search == []
+
+
+@pytest.mark.parametrize("a, b", [("E'", "AdamW"), ("e'", "adamw"), ("band_switch", "adamw")])
+def test_breakeven_takes_variants_by_id_or_label(no_search, capsys, a, b):
+    assert main(["breakeven", a, b, "--range", "1", "100"]) == 0
+    # E' is in the pair: both bases, GB/s typed -> B/s
+    assert no_search == [("band_switch", "adamw", basis, 1e9, 100e9)
+                         for basis in ("hypothesis", "exact")]
+
+
+@pytest.fixture
+def no_runs(monkeypatch):
+    import events
+
+    seen = {}
+
+    def sweep(sc, **kwargs):
+        seen.update(kwargs)
+        raise _Searched
+
+    monkeypatch.setattr(events, "sweep", sweep)
+    return seen
+
+
+def test_wan_takes_variants_by_id_or_label(no_runs):
+    with pytest.raises(_Searched):
+        main(["wan", "--variant", "E'", "c", "adamw", "--steps", "5"])
+    assert no_runs["variant"] == ["band_switch", "band_gpu", "adamw"]
+
+
+@pytest.mark.parametrize("variants, fragments", [
+    (["E", "band_pluggable"], ["--variant E band_pluggable", "band_pluggable given twice"]),
+    (["X"], ["--variant X", "not known", "adamw (AdamW)"]),
+])
+def test_wan_variant_errors_before_any_run(no_runs, capsys, variants, fragments):
+    assert main(["wan", "--variant", *variants, "--steps", "5"]) == EXIT_ERROR
+    _one_error_line(capsys, "bandjax wan: error:", *fragments)
+    assert no_runs == {}
+
+
+@pytest.fixture
+def one_quick_section(monkeypatch):
+    """The report reduced to one section that records what stderr held when it started."""
+    import bandjax.report as report
+
+    seen = []
+    section = types.ModuleType("quick_section")
+    section.KEY = "quick_section"
+    section.build = lambda sc, ctx: seen.append(sys.stderr.getvalue()
+                                                if hasattr(sys.stderr, "getvalue") else "") or {}
+    section.markdown = lambda results: "## Quick"
+    monkeypatch.setitem(sys.modules, "quick_section", section)
+    monkeypatch.setattr(report, "SECTIONS", ("quick_section",))
+    return seen
+
+
+def test_report_tells_each_section_as_it_starts(one_quick_section, tmp_path, capsys):
+    assert main(["report", "--out", str(tmp_path / "out")]) == 0
+    cap = capsys.readouterr()
+    lines = cap.err.strip().splitlines()
+    assert len(lines) == 2, cap.err
+    assert lines[0].startswith("bandjax report: writing") and str(tmp_path / "out") in lines[0]
+    assert lines[1].startswith("bandjax report: [1] quick_section (") and lines[1].endswith(" s)")
+    # the section's line was on stderr before the section began
+    assert len(one_quick_section) == 1 and "[1] quick_section" in one_quick_section[0]
+    assert f"wrote {tmp_path / 'out' / 'results.json'}" in cap.out
+
+
+def test_report_quiet_prints_nothing_on_stderr(one_quick_section, tmp_path, capsys):
+    assert main(["report", "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    cap = capsys.readouterr()
+    assert cap.err == ""
+    assert (tmp_path / "out" / "results.json").is_file()
+
+
+def test_budgets_are_selectable_by_their_names():
+    sc = bandjax.reference()
+    ds = bandjax.sweep(sc, bandwidth=12.5, budget=["free", "low", "high", 42.0],
+                       quantities=["step_s"])
+    assert list(ds.budget_label.values) == ["free", "low", "high", "42 GFLOP/s"]
+    # the numeric coordinate is the scenario's named budget in GFLOP/s (inf = free)
+    for name, flops in [("free", np.inf), ("low", float(sc.budget_low_FLOPs)),
+                        ("high", float(sc.budget_high_FLOPs)), ("42 GFLOP/s", 42e9)]:
+        by_name = ds.step_s.sel(budget_label=name).values
+        by_value = ds.step_s.sel(budget=flops / 1e9).values
+        np.testing.assert_allclose(by_name, by_value, rtol=0, atol=0)
+    # budgets differ where a module computes: the labels pick different rows
+    e = ds.step_s.sel(variant="band_pluggable")
+    assert float(e.sel(budget_label="low")) > float(e.sel(budget_label="free")) * (1 + 1e-6)
+
+
+def test_readme_first_command_installs_what_the_documented_api_imports():
+    """`pip install .` (the README's first command) must bring every package the README's Python
+    imports need: bandjax.store needs zarr, so zarr is a main dependency."""
+    import tomllib
+
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    names = {d.split(";")[0].split("[")[0].split(">")[0].split("=")[0].strip().lower() for d in deps}
+    readme = (ROOT / "README.md").read_text()
+    first = next(line for line in readme.splitlines() if "pip install" in line)
+    assert "pip install -q ." in first
+    needed = {"zarr"} if "bandjax.store" in readme else set()
+    assert needed <= names, needed - names
