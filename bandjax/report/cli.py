@@ -37,10 +37,12 @@ def _progress(out: str):
 
 
 def _report(args) -> int:
-    sc = load_scenario(args)  # no jax: a bad scenario file is told at once
-    ctx = {"shared_wan": {"progress": False}} if args.quiet else {"progress": _progress(args.out)}
-    from . import write
+    from . import check_out, write
 
+    # no jax yet: a bad scenario or output folder is told at once, in one line
+    sc = load_scenario(args)
+    check_out(args.out)
+    ctx = {"shared_wan": {"progress": False}} if args.quiet else {"progress": _progress(args.out)}
     paths = write(args.out, sc, ctx=ctx)
     for p in paths.values():
         print(f"wrote {p}")
