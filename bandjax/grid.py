@@ -136,7 +136,9 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Datase
         coords[dim] = xr.Variable((), cval, g.scalar_attrs.get(dim, {}))
     for name, (cdims, values, attrs) in g.extra_coords.items():
         coords[name] = xr.Variable(cdims, values, attrs)
-    if "budget" in coords:  # numeric for plots and arithmetic; named for ds.sel(budget_label="low")
+    # numeric for plots and arithmetic; named beside it, for
+    # ds.set_xindex("budget_label").sel(budget_label="low") (no index: a store reads it back as is)
+    if "budget" in coords:
         b = coords["budget"]
         coords["budget_label"] = xr.Variable(b.dims, np.vectorize(
             lambda x: _budget_label(sc, x), otypes=[str])(b.values),
@@ -176,8 +178,6 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Datase
     if "module_stage_s" in names:
         coords["stage"] = list(STAGES)
     ds = xr.Dataset({k: xr.Variable(d, v, _ATTRS[k]) for k, (d, v) in data.items()}, coords=coords)
-    if "budget" in ds.dims:
-        ds = ds.set_xindex("budget_label")
     rules = [v.id for v in sc.variants if v.basis_dependent]
     ds.attrs.update({
         "title": "bandjax closed-form sweep",

@@ -204,6 +204,7 @@ def test_budgets_are_selectable_by_their_names():
     ds = bandjax.sweep(sc, bandwidth=12.5, budget=["free", "low", "high", 42.0],
                        quantities=["step_s"])
     assert list(ds.budget_label.values) == ["free", "low", "high", "42 GFLOP/s"]
+    ds = ds.set_xindex("budget_label")  # as the README shows
     # the numeric coordinate is the scenario's named budget in GFLOP/s (inf = free)
     for name, flops in [("free", np.inf), ("low", float(sc.budget_low_FLOPs)),
                         ("high", float(sc.budget_high_FLOPs)), ("42 GFLOP/s", 42e9)]:
