@@ -257,7 +257,8 @@ def _step_values(i: int, row: dict) -> list[float]:
     for v in values:
         where = f"row {i}: {key}"
         if STEP_UNITS[key] is None:
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
+            bare = isinstance(v, str) and len(v.split()) == 1
+            if bare or isinstance(v, (int, float)) and not isinstance(v, bool):
                 raise CalibrationError(f"{where} = {v!r}: missing unit; write e.g. '{v} ms', or use "
                                        "a step_ms column")
             s = parse(where, v, "time")
