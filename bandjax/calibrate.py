@@ -33,7 +33,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import jax
 import jax.numpy as jnp
@@ -603,8 +603,10 @@ class Calibration:
             lines.append(f"{name:<28}{f(self.start[i]):>14}{f(self.estimate[i]):>14}"
                          f"{f(self.stderr[i]):>14}{f(self.interval[i, 0]) + ' .. ' + f(self.interval[i, 1]):>30}"
                          f"  {unit or '1'}")
-        scale = ("measured from the repeats" if self.scale_known
-                 else f"estimated: reduced chi-square {self.reduced_chi2:.4g} on {self.dof} degrees of freedom")
+        scale = ("measured from the repeats (errors of the means); chi-square "
+                 f"{self.chi2:.4g} on {self.dof} degrees of freedom" if self.scale_known
+                 else f"estimated from the residuals: s = {math.sqrt(self.reduced_chi2) * 100:.3g}% "
+                      f"of a step on {self.dof} degrees of freedom")
         lines += ["", f"residual scale {scale}; condition number {self.condition:.3g}", "",
                   f"{'row':>4}  {'variant':<20}{'measured ms':>13}{'fitted ms':>13}{'residual ms':>13}"
                   f"{'residual %':>12}"]

@@ -28,7 +28,7 @@ import numpy as np
 import xarray as xr
 
 from . import breakeven as _be
-from . import calibrate as _cal
+from .calibrate import Calibration, resolve_parameter, with_parameters
 from . import variants as _v
 from .metrics import steps_to_target, time_to_target_s
 from .scenario import Scenario
@@ -154,7 +154,7 @@ class Draws:
 def _canonical(sc: Scenario, name: str) -> str:
     if name.startswith(STEPS_PREFIX):
         return STEPS_PREFIX + _be.resolve_variant(name[len(STEPS_PREFIX):])
-    return _cal.resolve_parameter(sc, name)
+    return resolve_parameter(sc, name)
 
 
 def draw(sc: Scenario, uncertain, samples: int, seed: int) -> Draws:
@@ -162,14 +162,14 @@ def draw(sc: Scenario, uncertain, samples: int, seed: int) -> Draws:
     Calibrations under any key) from ``np.random.default_rng(seed)``."""
     if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 2:
         raise ValueError(f"samples = {samples!r}: must be a whole number >= 2")
-    if isinstance(uncertain, _cal.Calibration):
+    if isinstance(uncertain, Calibration):
         uncertain = {"calibration": uncertain}
     if not uncertain:
         raise ValueError("uncertain = {}: give at least one uncertain parameter")
     rng = np.random.default_rng(seed)
     names, cols, centers, blocks = [], [], [], []
     for key, dist in uncertain.items():
-        if isinstance(dist, _cal.Calibration):
+        if isinstance(dist, Calibration):
             ok = np.all(np.isfinite(dist.cov))
             _require(ok, key, "the calibration's parameters are not identifiable", "identifiable")
             names += list(dist.names)
@@ -218,7 +218,7 @@ def _split(sc: Scenario, names, basis):
 
 def _apply(sc: Scenario, fields, steps_index, steps0, v):
     """The scenario and the per-variant steps at one sample ``v`` (traceable)."""
-    sc = _cal.with_parameters(sc, {n: v[j] for n, j in fields})
+    sc = with_parameters(sc, {n: v[j] for n, j in fields})
     steps = jnp.asarray(steps0)
     for i, j in steps_index.items():
         steps = steps.at[..., i].set(v[j])

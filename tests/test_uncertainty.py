@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import bandjax
-from bandjax import calibrate as C
+from bandjax.calibrate import calibrate
 from bandjax import uncertainty as U
 from bandjax.variants import IDS
 
@@ -98,7 +98,7 @@ def test_a_calibration_is_a_multivariate_normal():
     s = np.asarray(bandjax.step_s(REF.replace(wan_Bps=bw * 1e9)))
     rows = [{"variant": v, "bandwidth": b, "step_s": float(s[i, IDS.index(v)] * (1 + 0.01 * rng.standard_normal()))}
             for i, b in enumerate(bw) for v in ("adamw", "band_switch")]
-    cal = C.calibrate(rows, ["d.adamw", "d.E'"])
+    cal = calibrate(rows, ["d.adamw", "d.E'"])
     d = U.draw(REF, cal, 20_000, 0)
     scale = np.sqrt(np.outer(np.diag(cal.cov), np.diag(cal.cov)))
     np.testing.assert_allclose(np.cov(d.samples.T) / scale, cal.cov / scale, rtol=0, atol=0.05)
