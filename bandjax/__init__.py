@@ -2,41 +2,43 @@
 
 Closed forms of the reference model (``shared/model.md``) as pure JAX functions over labelled grids.
 The public API is what this module exports; everything else is an implementation detail.
+
+Exports load lazily (PEP 562): ``import bandjax.scenario`` (the event engine, the CLI's help) does
+not load jax; the first use of an export here does, with 64-bit floats on and the scenario
+registered as a PyTree (:mod:`bandjax._jax`).
 """
 
-import jax as _jax
+import importlib
 
-# Byte counts of billion-parameter models and sub-microsecond terms need 64-bit floats.
-_jax.config.update("jax_enable_x64", True)
-
-from . import store, variants  # noqa: E402
-from .breakeven import break_even, budget_break_even, enob_break_even  # noqa: E402
-from .grid import QUANTITIES, sweep  # noqa: E402
-from .inverse import smallest_change  # noqa: E402
-from .metrics import evaluate, steps_to_target, time_to_target_s  # noqa: E402
-from .roots import find_crossings  # noqa: E402
-from .scenario import (  # noqa: E402
-    BASES,
-    PRESETS,
-    Scenario,
-    ScenarioError,
-    Steps,
-    load,
-    reference,
-    save,
-)
-from .sensitivity import elasticities  # noqa: E402
-from .step import COMPONENTS, STAGES, module_stages_s, step_s, step_terms_s  # noqa: E402
+# export -> the module that defines it
+_EXPORTS = {
+    "BASES": "scenario", "GPUS": "scenario", "PRESETS": "scenario", "Scenario": "scenario",
+    "ScenarioError": "units", "Steps": "scenario", "load": "scenario", "reference": "scenario",
+    "save": "scenario",
+    "Rule": "variants", "Variant": "variants",
+    "break_even": "breakeven", "budget_break_even": "breakeven", "enob_break_even": "breakeven",
+    "QUANTITIES": "grid", "sweep": "grid",
+    "smallest_change": "inverse",
+    "evaluate": "metrics", "steps_to_target": "metrics", "time_to_target_s": "metrics",
+    "find_crossings": "roots",
+    "elasticities": "sensitivity",
+    "COMPONENTS": "step", "STAGES": "step", "module_stages_s": "step", "step_s": "step",
+    "step_terms_s": "step",
+}
+_MODULES = ("store", "variants")
 
 __all__ = [
     "BASES",
     "COMPONENTS",
+    "GPUS",
     "PRESETS",
     "QUANTITIES",
+    "Rule",
     "STAGES",
     "Scenario",
     "ScenarioError",
     "Steps",
+    "Variant",
     "break_even",
     "budget_break_even",
     "elasticities",
@@ -56,3 +58,21 @@ __all__ = [
     "time_to_target_s",
     "variants",
 ]
+
+
+def __getattr__(name):
+    if name in _EXPORTS and _EXPORTS[name] != "units":
+        # The public API is the model's: a Scenario from here is a PyTree at once (jax, x64 on).
+        importlib.import_module("._jax", __name__)
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    elif name in _MODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module 'bandjax' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -18,8 +18,8 @@ own bandwidth B0. This equals ``step_s(sc.replace(wan_Bps=B))`` to rounding (tes
 flops per evaluation. Over any other parameter (budget, a rate, the fixed time, the steps) the
 closed forms are re-evaluated at each trial value (:func:`field_crossings`).
 
-Which steps E' takes is the basis (``"hypothesis"``: E's steps; ``"exact"``: the exact band's); for
-pairs without E' both bases give the same answer.
+Which steps a variant with a rule takes depends on the basis (E': ``"hypothesis"``, E's steps;
+``"exact"``, max(E's, the exact band's)); for pairs without such a variant both bases agree.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass
 from functools import partial
 
+from . import _jax  # noqa: F401  (64-bit floats, the Scenario PyTree)
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -37,7 +38,7 @@ from . import variants as _v
 from .metrics import time_to_target_s
 from .roots import A_WINS, B_WINS, CROSSES, NEITHER, NOT_AVAILABLE, STATUS_NAMES, TIE, Crossings
 from .scenario import BASES, FIELDS, Scenario
-from .step import COMPONENTS, STAGES, budget_break_even_FLOPs, module_stages_s, step_s, step_terms_s
+from .step import COMPONENTS, STAGES, budget_break_even_FLOPs, col, comm_parts_s, module_stages_s, step_s, sum_parts
 
 BANDWIDTH_RANGE_GBps = (0.1, 1000.0)  # model.md section 2: the swept range
 BUDGET_RANGE_GFLOPs = (1.0, 10_000.0)
@@ -47,7 +48,11 @@ MAX_ROOTS = 1  # break_even re-runs with more where a point has more crossings
 # scenario fields: the fixed time of a variant ("fixed_s.<id>") and the steps of a or b.
 STEPS_PARAMETERS = ("steps_a", "steps_b")
 OVER = {"bandwidth": "wan_Bps", "budget": "budget_FLOPs"}
-_WAN = COMPONENTS.index("wan")
+_WAN = COMPONENTS.index("wan") - 1  # in the communication terms (all but c)
+# Whole counts and choices: no crossing between them (sweep them instead).
+DISCRETE = ("dcs", "topology")
+# Default searched ranges (SI) of parameters whose value may be 0.
+DEFAULT_RANGES = {"wan_latency_s": (1e-7, 1.0), "overlap_fraction": (1e-4, 1.0)}
 
 __all__ = [
     "A_WINS", "B_WINS", "BANDWIDTH_RANGE_GBps", "BreakEven", "CROSSES", "Crossings", "NEITHER",
@@ -60,25 +65,37 @@ __all__ = [
 # --------------------------------------------------------------------------- names and steps
 
 
-def resolve_variant(name: str) -> str:
+def resolve_variant(name: str, registry: tuple[_v.Variant, ...] = _v.VARIANTS) -> str:
     """A variant id from its id or its short label (``"E'"``, ``"C"``, ``"AdamW"``), any case."""
-    for v in _v.VARIANTS:
+    for v in registry:
         if name == v.id or name.lower() in (v.id.lower(), v.short.lower()):
             return v.id
-    allowed = ", ".join(f"{v.id} ({v.short})" for v in _v.VARIANTS)
+    allowed = ", ".join(f"{v.id} ({v.short})" for v in registry)
     raise ValueError(f"variant = {name!r} is not known; allowed: {allowed}")
 
 
-PARAMETERS = (*FIELDS, *(f"fixed_s.{v}" for v in _v.IDS), *STEPS_PARAMETERS)
+def parameters(sc: Scenario | None = None) -> tuple[str, ...]:
+    """Every parameter of a crossing: the numeric fields, each variant's d, the pair's steps."""
+    ids = _v.IDS if sc is None else sc.ids
+    return (*FIELDS, *(f"fixed_s.{v}" for v in ids), *STEPS_PARAMETERS)
+
+
+PARAMETERS = parameters()  # of the study's registry
 
 
 def parameter_names(a: str, b: str) -> tuple[str, ...]:
-    """Everything the times of a and b depend on: numeric scenario fields, their fixed times, steps."""
-    return (*FIELDS, f"fixed_s.{a}", f"fixed_s.{b}", *STEPS_PARAMETERS)
+    """Everything the times of a and b depend on: numeric scenario fields (whole counts and the
+    topology excepted), their fixed times, steps."""
+    return (*(f for f in FIELDS if f not in DISCRETE), f"fixed_s.{a}", f"fixed_s.{b}",
+            *STEPS_PARAMETERS)
 
 
-def _check_parameter(name: str) -> None:
-    if name in PARAMETERS:
+def _check_parameter(name: str, sc: Scenario | None = None) -> None:
+    if name in DISCRETE:
+        raise ValueError(f"over = {name!r}: {name} is a whole count or a choice, with no crossing "
+                         f"between its values; sweep it (bandjax.sweep(sc, {name}=[...])) and take "
+                         "the break-even at each value")
+    if name in parameters(sc):
         return
     raise ValueError(f"parameter = {name!r} is not known; allowed: a scenario field "
                      f"({', '.join(FIELDS)}), fixed_s.<variant id>, {', '.join(STEPS_PARAMETERS)}")
@@ -113,7 +130,7 @@ def pair_steps(sc: Scenario, a: str, b: str, basis: str, enob=None) -> tuple[np.
     if basis not in BASES:
         raise ValueError(f"basis = {basis!r} is not known; allowed: {', '.join(BASES)}")
     enob = np.asarray(sc.enob if enob is None else enob, dtype=float)
-    look = np.vectorize(lambda vid, e: sc.steps.lookup(vid, float(e), basis), otypes=[float])
+    look = np.vectorize(lambda vid, e: sc.steps_of(vid, float(e), basis), otypes=[float])
     return look(a, enob), look(b, enob)
 
 
@@ -131,9 +148,10 @@ def _pick(x, index):
 
 
 def _bandwidth_residual(B, theta):
-    ratio, R_a, V_a, R_b, V_b = theta
-    # T_a / T_b - 1: no logarithm, as these evaluations are most of the search's cost.
-    return ratio * (R_a * B + V_a) / (R_b * B + V_b) - 1.0
+    ratio, c, Q_a, V_a, Q_b, V_b = theta
+    # T_a / T_b - 1, both times B: no logarithm, as these evaluations are most of the search's cost.
+    return (ratio * (c * B + jnp.maximum(0.0, Q_a * B + V_a))
+            / (c * B + jnp.maximum(0.0, Q_b * B + V_b)) - 1.0)
 
 
 @partial(jax.jit, static_argnames=("grid", "max_roots"))
@@ -141,14 +159,15 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
                         grid: int = GRID, max_roots: int = MAX_ROOTS) -> Crossings:
     """Where variants ``ia`` and ``ib`` reach the target equally fast, over WAN bandwidth (B/s).
 
-        r(B) = n_a (R_a + V_a/B) / (n_b (R_b + V_b/B)) - 1,   R = step - WAN term,  V = WAN term x B0
+        r(B) = n_a (c + max(0, Q_a + V_a/B)) / (n_b (c + max(0, Q_b + V_b/B))) - 1,
+        Q = comm - WAN bytes term - f c,   V = WAN bytes term x B0
 
     Where a variant never reaches the target (steps inf) or was not measured (NaN) there is no
     crossing; the status says who wins throughout or why there is no answer.
 
     Args:
       sc: the scenario; any numeric field may be an array (a grid), broadcasting with the rest.
-      ia, ib: integer arrays of variant indices into :data:`bandjax.variants.IDS` (pairs as a
+      ia, ib: integer arrays of variant indices into the scenario's registry (pairs as a
         grid dimension, broadcasting with the scenario's fields).
       steps_a, steps_b: steps to target of a and b, broadcasting likewise.
       lo_Bps, hi_Bps: the searched range, B/s.
@@ -156,17 +175,18 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
     Returns:
       :class:`bandjax.roots.Crossings` with ``x`` in B/s; differentiable in ``sc`` and the steps.
     """
-    terms = step_terms_s(sc)  # (..., variant, component)
-    step = jnp.sum(terms, axis=-1)
-    wan = terms[..., _WAN]
-    B0 = jnp.asarray(sc.wan_Bps)[..., None]
-    R, V = step - wan, wan * B0
+    comm_parts = comm_parts_s(sc)
+    comm = sum_parts(comm_parts)
+    c = jnp.asarray(sc.gpu_compute_s)
+    wan = jnp.broadcast_to(comm_parts[_WAN], comm.shape)
+    Q = comm - wan - col(sc.overlap_fraction) * col(c)
+    V = wan * col(sc.wan_Bps)
     steps_a, steps_b = jnp.asarray(steps_a, dtype=float), jnp.asarray(steps_b, dtype=float)
     measured = jnp.isfinite(steps_a) & jnp.isfinite(steps_b)
     # Unmeasured or "never" steps are set aside before the search (and their statuses after it),
     # so nothing infinite enters the residual or its derivatives.
     ratio = jnp.where(measured, steps_a, 1.0) / jnp.where(measured, steps_b, 1.0)
-    theta = (ratio, _pick(R, ia), _pick(V, ia), _pick(R, ib), _pick(V, ib))
+    theta = (ratio, c, _pick(Q, ia), _pick(V, ia), _pick(Q, ib), _pick(V, ib))
     c = _roots.find_crossings(_bandwidth_residual, theta, lo_Bps, hi_Bps, grid=grid,
                               max_roots=max_roots)
     return _set_aside(c, steps_a, steps_b)
@@ -199,14 +219,14 @@ def field_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo, hi, *, field: st
     ``field`` is a name of :data:`PARAMETERS`; ``lo``/``hi`` in its SI units. Other arguments as
     in :func:`bandwidth_crossings`. Every field shares one compiled search (the field is an index).
     """
-    _check_parameter(field)
-    return _field_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, PARAMETERS.index(field),
+    _check_parameter(field, sc)
+    return _field_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, parameters(sc).index(field),
                             grid=grid, max_roots=max_roots)
 
 
 def with_parameter_at(theta, k, value):
-    """theta with parameter number ``k`` of :data:`PARAMETERS` (a traced integer) set to ``value``."""
-    for j, name in enumerate(PARAMETERS):
+    """theta with parameter number ``k`` of :func:`parameters` (a traced integer) set to ``value``."""
+    for j, name in enumerate(parameters(theta[0])):
         theta = with_parameter(theta, name, jnp.where(k == j, value, get_parameter(theta, name)))
     return theta
 
@@ -215,8 +235,9 @@ def with_parameter_at(theta, k, value):
 def _field_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, k, *, grid, max_roots):
     steps_a, steps_b = jnp.asarray(steps_a, dtype=float), jnp.asarray(steps_b, dtype=float)
     # The searched steps are a variable, not a table entry: only the other side's can be missing.
-    steps_a = jnp.where(k == PARAMETERS.index("steps_a"), 1.0, steps_a)
-    steps_b = jnp.where(k == PARAMETERS.index("steps_b"), 1.0, steps_b)
+    names = parameters(sc)
+    steps_a = jnp.where(k == names.index("steps_a"), 1.0, steps_a)
+    steps_b = jnp.where(k == names.index("steps_b"), 1.0, steps_b)
     measured = jnp.isfinite(steps_a) & jnp.isfinite(steps_b)
     safe = lambda n: jnp.where(measured, n, 1.0)  # noqa: E731
 
@@ -289,6 +310,9 @@ def _default_range(over: str, parameter: str, sc: Scenario, steps: tuple, lo, hi
     elif over == "budget":
         lo = BUDGET_RANGE_GFLOPs[0] * 1e9 if lo is None else lo
         hi = BUDGET_RANGE_GFLOPs[1] * 1e9 if hi is None else hi
+    elif (lo is None or hi is None) and parameter in DEFAULT_RANGES:
+        lo = DEFAULT_RANGES[parameter][0] if lo is None else lo
+        hi = DEFAULT_RANGES[parameter][1] if hi is None else hi
     elif lo is None or hi is None:
         p0 = np.asarray(get_parameter((sc, *steps), parameter), dtype=float)
         if not np.all(np.isfinite(p0) & (p0 > 0)):
@@ -322,16 +346,16 @@ def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
     Returns:
       :class:`BreakEven` (numpy arrays).
     """
-    a, b = resolve_variant(a), resolve_variant(b)
+    a, b = resolve_variant(a, sc.variants), resolve_variant(b, sc.variants)
     if a == b:
         raise ValueError(f"a = b = {a!r}: a break-even needs two different variants")
     parameter = OVER.get(over, over)
-    _check_parameter(parameter)
+    _check_parameter(parameter, sc)
     if parameter == "enob":
         raise ValueError("over = 'enob': ENOB is discrete (measured steps); use enob_break_even")
     steps = pair_steps(sc, a, b, basis)
     lo, hi = _default_range(over, parameter, sc, steps, lo, hi)
-    ia, ib = _v.IDS.index(a), _v.IDS.index(b)
+    ia, ib = sc.ids.index(a), sc.ids.index(b)
     while True:
         if parameter == "wan_Bps":
             c = bandwidth_crossings(sc, ia, ib, *steps, lo, hi, grid=grid, max_roots=max_roots)
@@ -400,21 +424,21 @@ def enob_break_even(sc: Scenario, a: str, b: str, GBps, *, basis: str = "hypothe
     reaches the target never wins). Returns an array over ``GBps`` (GB/s) of ENOB in bits, NaN where
     a wins at no measured ENOB. Scalar scenarios.
     """
-    a, b = resolve_variant(a), resolve_variant(b)
-    if not _v.get(a).in_transit:
+    a, b = resolve_variant(a, sc.variants), resolve_variant(b, sc.variants)
+    if not sc.variant(a).in_transit:
         raise ValueError(f"a = {a!r} is not an in-transit variant; ENOB applies to "
-                         f"{', '.join(v.id for v in _v.VARIANTS if v.in_transit)}")
-    source = sc.steps.hypothesis_from if a == "band_switch" else a
-    enobs = np.asarray(sc.steps.measured_enobs(source), dtype=float)
+                         f"{', '.join(v.id for v in sc.variants if v.in_transit)}")
+    # a rule's ENOB are its sources' (on a basis-dependent rule, the union of both bases')
+    enobs = np.asarray(sc.steps.measured_enobs(a, sc.variants), dtype=float)
     if enobs.size == 0:
-        raise ValueError(f"no measured ENOB for {source!r} in the steps table")
+        raise ValueError(f"no measured ENOB for {a!r} in the steps table")
     GBps = np.atleast_1d(np.asarray(GBps, dtype=float))
     if not np.all(np.isfinite(GBps) & (GBps > 0)):
         raise ValueError(f"GBps = {GBps!r}: bandwidths must be finite and > 0 GB/s")
-    steps = np.array([[sc.steps.lookup(v, e, basis) for v in _v.IDS] for e in enobs])
+    steps = np.array([[sc.steps_of(v, e, basis) for v in sc.ids] for e in enobs])
     T = np.asarray(_times_over_enob_bandwidth(sc, jnp.asarray(enobs), jnp.asarray(GBps * 1e9),
                                               jnp.asarray(steps)))
-    ia, ib = _v.IDS.index(a), _v.IDS.index(b)
+    ia, ib = sc.ids.index(a), sc.ids.index(b)
     wins = T[..., ia] < T[..., ib]  # (enob, bandwidth); False wherever a time is NaN or inf
     first = np.argmax(wins, axis=0)
     return np.where(np.any(wins, axis=0), enobs[first], np.nan)

@@ -65,15 +65,15 @@ def smallest_change(sc: Scenario, a: str, b: str, parameter: str, *, basis: str 
       lo, hi: the allowed range of the parameter, SI units; default its value / 100 to x 100
         (1 to 10,000 GFLOP/s for the budget, 0.1 to 1,000 GB/s for the WAN).
     """
-    a, b = _be.resolve_variant(a), _be.resolve_variant(b)
-    _be._check_parameter(parameter)
+    a, b = _be.resolve_variant(a, sc.variants), _be.resolve_variant(b, sc.variants)
+    _be._check_parameter(parameter, sc)
     steps = _be.pair_steps(sc, a, b, basis)
     theta = (sc, float(steps[0]), float(steps[1]))
     current = float(np.asarray(_be.get_parameter(theta, parameter), dtype=float))
     over = {v: k for k, v in _be.OVER.items()}.get(parameter, parameter)
     times = np.asarray(time_to_target_s(sc, 1.0))
-    t_a = float(steps[0]) * float(times[_be._v.IDS.index(a)])
-    t_b = float(steps[1]) * float(times[_be._v.IDS.index(b)])
+    t_a = float(steps[0]) * float(times[sc.ids.index(a)])
+    t_b = float(steps[1]) * float(times[sc.ids.index(b)])
     result = _be.break_even(sc, a, b, over=over, basis=basis, lo=lo, hi=hi, grid=grid)
     common = dict(a=a, b=b, basis=basis, parameter=parameter, units=result.units,
                   current=current, lo=result.lo, hi=result.hi, time_a_s=t_a, time_b_s=t_b)

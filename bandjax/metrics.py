@@ -1,17 +1,17 @@
 """Time to target, hot spots and energy (model.md sections 6 to 9): pure ``jax.numpy``.
 
 Like :mod:`bandjax.step`, everything is written for one point and broadcasts; per-variant results
-have a last axis of variants in :data:`bandjax.variants.IDS` order.
+have a last axis of variants in the order of the scenario's registry (``sc.ids``).
 """
 
 from __future__ import annotations
 
+from . import _jax  # noqa: F401  (64-bit floats, the Scenario PyTree)
 import jax.numpy as jnp
 import numpy as np
 
-from . import variants as _v
 from .scenario import Scenario
-from .step import col, step_parts_s, sum_parts, traffic_B
+from .step import col, step_parts_s, step_s, sum_parts, traffic_B
 
 ENERGY_PARTS = ("compute", "network", "modules")
 
@@ -24,7 +24,7 @@ def steps_to_target(sc: Scenario, enob=None, basis: str = "hypothesis") -> np.nd
     """Steps to the target loss of every variant (variant axis last): inf where the variant was
     measured never to reach it, nan where it was not measured. Resolved outside jit."""
     enob = float(sc.enob) if enob is None else float(enob)
-    return np.array([sc.steps.lookup(v, enob, basis) for v in _v.IDS])
+    return np.array([sc.steps_of(v, enob, basis) for v in sc.ids])
 
 
 def status_of(steps) -> np.ndarray:
@@ -40,13 +40,13 @@ def hot_spots(terms_s):
 def energy_parts_J(sc: Scenario, step_s) -> tuple:
     """The columns of :func:`energy_per_step_J` as separate broadcastable arrays, in
     :data:`ENERGY_PARTS` order (so their total needs no stacked array)."""
-    N = 2 * col(sc.workers_per_dc)
+    N = col(sc.dcs * sc.workers_per_dc)
     t = traffic_B(sc)
     flops = sc.flops_per_param_token * sc.params * sc.tokens_per_worker
     compute = N * (col(sc.gpu_static_W) * step_s + col(sc.gpu_J_per_FLOP * flops))
     network = (8 * N * (t.port_B + t.qsfp_B) * col(sc.link_J_per_bit)
-               + 8 * 2 * t.wan_B * col(sc.wan_J_per_bit)) / col(sc.sync_every_H)
-    has_module = jnp.array([v.module for v in _v.VARIANTS])
+               + 8 * t.links * t.wan_B * col(sc.wan_J_per_bit)) / col(sc.sync_every_H)
+    has_module = jnp.array([v.module for v in sc.variants])
     modules = jnp.where(has_module, N * col(sc.module_W) * step_s, 0.0)
     return compute, network, modules
 
@@ -55,8 +55,11 @@ def energy_per_step_J(sc: Scenario, step_s):
     """Energy per step, shape (..., variant, part) with parts :data:`ENERGY_PARTS`, J.
 
         compute  = N (GPU static power x step + energy per FLOP x F),   F = 6 P tokens
-        network  = 8 N (port + qsfp bytes) x link J/bit + 8 x 2 x WAN bytes x WAN J/bit
-        modules  = N x module power x step                              (E, E' only)
+        network  = 8 N (port + qsfp bytes) x link J/bit
+                 + 8 x (WAN links in use) x (bytes per link) x WAN J/bit
+        modules  = N x module power x step                              (variants with a module)
+
+    N = K n.
 
     Syncing every H steps divides the network bytes by H.
     """
@@ -64,9 +67,15 @@ def energy_per_step_J(sc: Scenario, step_s):
 
 
 def bytes_per_worker_B(sc: Scenario):
-    """What one worker sends per step: its port and module-port traffic plus its own WAN shard."""
+    """What one worker sends per step (a sync's bytes / H): its port and module-port traffic plus
+    its own WAN shard."""
     t = traffic_B(sc)
-    return t.port_B + t.qsfp_B + t.own_wan_B
+    return (t.port_B + t.qsfp_B + t.own_wan_B) / col(sc.sync_every_H)
+
+
+def wan_link_B(sc: Scenario):
+    """Bytes on each directed WAN link in use per step (a sync's bytes / H)."""
+    return traffic_B(sc).wan_B / col(sc.sync_every_H)
 
 
 def evaluate(sc: Scenario, steps):
@@ -78,7 +87,7 @@ def evaluate(sc: Scenario, steps):
     ``energy_J`` (..., variant, part) and ``energy_to_target_J`` (..., variant).
     """
     parts = step_parts_s(sc)
-    step = sum_parts(parts)
+    step = jnp.broadcast_to(step_s(sc), jnp.broadcast_shapes(*(jnp.shape(p) for p in parts)))
     terms = jnp.stack(jnp.broadcast_arrays(*parts), axis=-1)
     energy = energy_parts_J(sc, step)
     total = sum_parts(energy)
@@ -90,7 +99,7 @@ def evaluate(sc: Scenario, steps):
         "comm_s": step - gpu,
         "time_to_target_s": steps * step,
         "bytes_per_worker_B": bytes_per_worker_B(sc),
-        "wan_B": traffic_B(sc).wan_B / col(sc.sync_every_H),
+        "wan_B": wan_link_B(sc),
         "energy_J": jnp.stack(jnp.broadcast_arrays(*energy), axis=-1),
         "energy_to_target_J": steps * total,
     }
@@ -98,5 +107,5 @@ def evaluate(sc: Scenario, steps):
 
 def time_to_target_s(sc: Scenario, steps):
     """Steps x step time, per variant (last axis), s. Differentiable in the scenario and steps."""
-    return steps * sum_parts(step_parts_s(sc))
+    return steps * step_s(sc)
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from typing import Callable, NamedTuple
 
+from . import _jax  # noqa: F401  (64-bit floats, the Scenario PyTree)
 import jax
 import jax.numpy as jnp
 import numpy as np

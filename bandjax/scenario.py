@@ -1,12 +1,15 @@
-"""The parameters of a study: hardware, cluster, model, fixed times, energy and measured steps.
+"""The parameters of a study: hardware, cluster, model, fixed times, energy, variants and steps.
 
-A :class:`Scenario` is a frozen PyTree. Its numeric fields are leaves (floats or arrays, SI units,
-the unit in the name), so it can be passed through ``jax.jit`` and differentiated with ``jax.grad``.
-The measured steps to the target loss are a static table (:class:`Steps`): they are discrete data,
-resolved to numbers outside jit.
+A :class:`Scenario` is a frozen PyTree (registered in :mod:`bandjax._jax`, so this module does not
+import jax). Its numeric fields are leaves (floats or arrays, SI units, the unit in the name), so it
+can be passed through ``jax.jit`` and differentiated with ``jax.grad``. The variant registry
+(:class:`bandjax.variants.Variant` entries) and the measured steps to the target loss
+(:class:`Steps`) are static: discrete data, resolved outside jit.
 
 The reference scenario (model.md section 2) is :func:`reference`. A scenario round-trips through a
 TOML file (:func:`save`, :func:`load`) whose values carry their units (``wan = "12.5 GB/s"``).
+Every value is checked by one function (:func:`check_field`), however it arrives: a file,
+:meth:`Scenario.replace` or a sweep.
 """
 
 from __future__ import annotations
@@ -18,18 +21,17 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-import jax
+import numpy as np
 
 from . import variants as _variants
 from ._io import atomic_write_text
 from .units import ScenarioError, format_quantity, parse
+from .variants import NEVER, TOPOLOGIES, Rule, Variant
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
-
-NEVER = "never"
 
 # Model-size presets: parameter counts.
 PRESETS: dict[str, float] = {
@@ -39,15 +41,41 @@ PRESETS: dict[str, float] = {
     "llama3-70b": 70.6e9,  # Llama-3-70B
 }
 
+# The study's GPU: the effective rate that gives its calibrated 0.4918 ms a step at P
+# (model.md section 13): R = 6 x 7,916,736 x 512 / 0.4918 ms, about 4.945e13 FLOP/s.
+STUDY_GPU_FLOPs = 6.0 * 7_916_736.0 * 512.0 / 0.4918e-3
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """A GPU preset: dense BF16 peak (FLOP/s, without sparsity) and board power (W)."""
+
+    peak_FLOPs: float
+    board_W: float
+    source: str
+
+
+GPUS: dict[str, Gpu] = {
+    "a100": Gpu(312e12, 400.0, "NVIDIA A100 Tensor Core GPU datasheet: A100 SXM, BF16 Tensor Core "
+                               "312 TFLOPS dense, max TDP 400 W"),
+    "h100": Gpu(989e12, 700.0, "NVIDIA H100 Tensor Core GPU datasheet: H100 SXM, BF16 Tensor Core "
+                               "989 TFLOPS dense (1,979 with sparsity), max TDP up to 700 W"),
+    "b200": Gpu(2250e12, 1000.0, "NVIDIA HGX B200 datasheet: per B200 GPU, BF16 Tensor Core "
+                                 "2.25 PFLOPS dense (4.5 with sparsity), 1,000 W"),
+}
+DEFAULT_UTILISATION = 0.4  # model-FLOPs utilisation a named GPU preset starts from
+
 
 @dataclass(frozen=True)
 class Steps:
     """Measured steps to a target loss.
 
-    ``measured`` maps variant id -> steps. ``by_enob`` maps in-transit variant id -> ((enob, steps), ...)
-    where steps may be :data:`NEVER` (measured, never reaches the loss). ``hypothesis_from`` names the
-    variant whose steps ``band_switch`` takes on the hypothesis basis; on the exact basis it takes
-    ``exact_from``'s.
+    ``measured`` maps variant id -> steps (variants whose steps are ``"flat"``). ``by_enob`` maps
+    variant id -> ((enob, steps), ...) (variants whose steps are ``"enob"``); steps may be
+    :data:`NEVER` (measured, never reaches the loss). Variants with a rule
+    (:class:`bandjax.variants.Rule`) have no entry: their steps come from the rule.
+    ``hypothesis_from`` / ``exact_from`` are kept for files that name them; the registry's rules
+    are what :meth:`lookup` reads.
     """
 
     target_loss: float = 3.158
@@ -58,19 +86,32 @@ class Steps:
     hypothesis_from: str = "band_pluggable"
     exact_from: str = "band_gpu"
 
-    def measured_enobs(self, variant_id: str = "band_pluggable") -> tuple[int, ...]:
-        return tuple(sorted(e for e, _ in dict(self.by_enob).get(variant_id, ())))
+    def measured_enobs(self, variant_id: str | None = None,
+                       registry: tuple[Variant, ...] = _variants.VARIANTS) -> tuple[int, ...]:
+        """ENOB with measured steps for ``variant_id`` (a rule's: its sources'; default: every
+        variant measured per ENOB)."""
+        if variant_id is None:
+            ids = [v.id for v in registry if v.steps == "enob"]
+        else:
+            v = _variants.get(variant_id, registry)
+            ids = list(dict.fromkeys(v.rule.hypothesis + v.rule.exact)) if v.rule else [variant_id]
+        table = dict(self.by_enob)
+        return tuple(sorted({e for vid in ids for e, _ in table.get(vid, ())}))
 
-    def lookup(self, variant_id: str, enob: float, basis: str) -> float:
+    def lookup(self, variant_id: str, enob: float, basis: str,
+               registry: tuple[Variant, ...] = _variants.VARIANTS) -> float:
         """Steps of ``variant_id`` at ``enob`` on ``basis``: a number, inf ("never") or nan (not
-        measured)."""
+        measured). A rule takes the largest of its sources' steps on that basis."""
         if basis not in BASES:
             raise ValueError(f"basis = {basis!r} is not known; allowed: {', '.join(BASES)}")
-        if variant_id == "band_switch":
-            variant_id = self.hypothesis_from if basis == "hypothesis" else self.exact_from
+        v = _variants.get(variant_id, registry)
+        if v.rule is not None:
+            # max with NaN first: any source not measured makes the rule not available
+            values = [self.lookup(src, enob, basis, registry) for src in v.rule.sources(basis)]
+            return math.nan if any(math.isnan(x) for x in values) else max(values)
         measured = dict(self.measured)
-        if variant_id in measured:
-            return float(measured[variant_id])
+        if v.steps == "flat":
+            return float(measured[variant_id]) if variant_id in measured else math.nan
         table = dict(dict(self.by_enob).get(variant_id, ()))
         if enob in table:
             value = table[enob]
@@ -80,17 +121,23 @@ class Steps:
 
 BASES = ("hypothesis", "exact")
 
-# Field name -> (TOML section, TOML key, dimension, what it is).
+# Field name -> (TOML section, TOML key, dimension, what it is). Every one is a PyTree leaf.
 FIELDS: dict[str, tuple[str, str, str, str]] = {
     "params": ("model", "params", "count", "parameters P; dense delta G = dense_bytes_per_param x P"),
-    "gpu_compute_s": ("model", "gpu_compute", "time", "GPU forward + backward per step at `params`; scales linearly with P"),
-    "tokens_per_worker": ("model", "tokens_per_worker", "count", "tokens per worker per step (only for FLOPs)"),
-    "flops_per_param_token": ("model", "flops_per_param_token", "count", "F = this x P x tokens"),
+    "tokens_per_worker": ("model", "tokens_per_worker", "count", "tokens T per worker per step"),
+    "flops_per_param_token": ("model", "flops_per_param_token", "count", "F = this x P x T a worker a step"),
+    "gpu_peak_FLOPs": ("model", "gpu_peak", "flop_rate", "GPU peak rate; c = F / (peak x utilisation)"),
+    "utilisation": ("model", "utilisation", "count", "model-FLOPs utilisation of the GPU peak"),
+    "overlap_fraction": ("model", "overlap", "count", "share f of GPU compute that hides communication: "
+                         "step = c + max(0, comm - f c)"),
     "dense_bytes_per_param": ("model", "dense_bytes_per_param", "count", "fp32 delta"),
-    "workers_per_dc": ("cluster", "workers_per_dc", "count", "n; 2 DCs, N = 2 n"),
+    "dcs": ("cluster", "dcs", "count", "K data centres; N = K n workers"),
+    "topology": ("cluster", "topology", "topology", "WAN between DCs: ring (K links) or mesh (K(K-1))"),
+    "workers_per_dc": ("cluster", "workers_per_dc", "count", "n"),
     "worker_port_Bps": ("links", "worker_port", "byte_rate", "worker to DC switch"),
     "qsfp_port_Bps": ("links", "qsfp_port", "byte_rate", "pluggable module port"),
-    "wan_Bps": ("links", "wan", "byte_rate", "per direction"),
+    "wan_Bps": ("links", "wan", "byte_rate", "per directed WAN link"),
+    "wan_latency_s": ("links", "latency", "time", "one-way WAN latency per hop"),
     "band_fraction": ("band", "fraction", "count", "share of transform coefficients in the band"),
     "gpu_band_bits": ("band", "gpu_bits", "count", "bits per band coefficient on the GPU (C, C')"),
     "enob": ("band", "enob", "count", "bits per band coefficient in transit (E, E')"),
@@ -105,28 +152,123 @@ FIELDS: dict[str, tuple[str, str, str, str]] = {
     "gpu_static_W": ("energy", "gpu_static", "power", "drawn for the whole step"),
     "gpu_J_per_FLOP": ("energy", "gpu_energy_per_flop", "energy_per_flop", ""),
     "link_J_per_bit": ("energy", "link_energy_per_bit", "energy_per_bit", "ports and module ports"),
-    "wan_J_per_bit": ("energy", "wan_energy_per_bit", "energy_per_bit", "both directions"),
+    "wan_J_per_bit": ("energy", "wan_energy_per_bit", "energy_per_bit", "every directed WAN link in use"),
     "module_W": ("energy", "module_power", "power", "per module"),
     "sync_every_H": ("sync", "every_H", "count", "sync every H steps: communication / H (steps to target assumed unchanged)"),
     "wan_message_B": ("shared_wan", "message_bytes", "count", "the sync's WAN bytes go as messages of this size, one after another (event engine)"),
-    "background_B": ("shared_wan", "background_bytes", "count", "size of other jobs' Poisson transfers on each WAN direction (event engine)"),
+    "background_B": ("shared_wan", "background_bytes", "count", "size of other jobs' Poisson transfers on each WAN link (event engine)"),
 }
 FIXED_SECTION = "fixed_time"  # d_v per variant, calibrated (model.md section 5)
+VARIANTS_SECTION = "variants"  # a user's variants, one [variants.<id>] table each
+LEAVES = (*FIELDS, "fixed_s")
+
+# What each field allows: (lowest, lowest allowed, highest, highest allowed, whole, inf allowed).
+_POSITIVE = (0.0, False, math.inf, False, False, False)
+_NONNEGATIVE = (0.0, True, math.inf, False, False, False)
+LIMITS: dict[str, tuple] = {
+    **{name: _POSITIVE for name in FIELDS},
+    "gpu_static_W": _NONNEGATIVE, "gpu_J_per_FLOP": _NONNEGATIVE, "link_J_per_bit": _NONNEGATIVE,
+    "wan_J_per_bit": _NONNEGATIVE, "module_W": _NONNEGATIVE, "transform_flops_per_param": _NONNEGATIVE,
+    "flops_per_param_token": _NONNEGATIVE, "wan_latency_s": _NONNEGATIVE,
+    "budget_FLOPs": (0.0, False, math.inf, True, False, True),
+    "band_fraction": (0.0, False, 1.0, True, False, False),
+    "utilisation": (0.0, False, 1.0, True, False, False),
+    "overlap_fraction": (0.0, True, 1.0, True, False, False),
+    "workers_per_dc": (1.0, True, math.inf, False, True, False),
+    "dcs": (2.0, True, math.inf, False, True, False),
+    "topology": (0.0, True, 1.0, True, True, False),
+}
+
+
+def _where(name: str) -> str:
+    section, key, _, _ = FIELDS[name]
+    return f"[{section}] {key}"
+
+
+def _shown(name: str, value: float):
+    dim = FIELDS[name][2]
+    if dim == "topology":
+        return TOPOLOGIES[int(value)] if value in (0.0, 1.0) else value
+    return format_quantity(value, dim)
+
+
+def allowed_text(name: str) -> str:
+    """What ``name`` allows, in words and the file's units."""
+    lo, lo_ok, hi, hi_ok, whole, inf_ok = LIMITS[name]
+    dim = FIELDS[name][2]
+    if dim == "topology":
+        return f"one of {', '.join(repr(t) for t in TOPOLOGIES)}"
+    unit = format_quantity(1.0, dim)
+    unit = unit.split(" ", 1)[1] if isinstance(unit, str) else ""
+    kind = "a whole number " if whole else ""
+    if math.isinf(hi):
+        text = f"{kind}{'>=' if lo_ok else '>'} {lo:g}"
+    else:
+        text = f"{kind}in {'[' if lo_ok else '('}{lo:g}, {hi:g}{']' if hi_ok else ')'}"
+    text += f" {unit}" if unit else ""
+    return text + (" or 'free'" if inf_ok else "")
+
+
+def check_field(name: str, value, *, whole: bool = True) -> None:
+    """Raise :class:`ScenarioError` unless every element of ``value`` is allowed for field ``name``.
+
+    The one check of a field, whichever way it arrives (a file, :meth:`Scenario.replace`, a sweep).
+    The message names the file key, the value in the file's units and what is allowed. Values that
+    are not concrete (jax tracers or arrays inside jit) are not checked. ``whole=False`` lets the
+    counts that must be whole in a file or a sweep (n, K) take any value in their range:
+    :meth:`Scenario.replace` does, so that derivatives in n can be checked by finite differences.
+    """
+    if isinstance(value, (bool, np.bool_)):
+        raise ScenarioError(f"{_where(name)} = {value!r}: expected a number, not a boolean")
+    if not isinstance(value, (int, float, np.ndarray, np.number, list, tuple)):
+        return
+    lo, lo_ok, hi, hi_ok, must_be_whole, inf_ok = LIMITS[name]
+    must_be_whole = must_be_whole and (whole or name == "topology")
+    x = np.asarray(value, dtype=float).ravel()
+    with np.errstate(invalid="ignore"):
+        good = (x > lo) | (lo_ok & (x == lo))
+        good &= (x < hi) | (hi_ok & (x == hi)) | (inf_ok & (x == math.inf))
+        good &= np.isfinite(x) | (inf_ok & (x == math.inf))
+        if must_be_whole:
+            good &= np.isfinite(x) & (x == np.round(x))
+    if not np.all(good):  # one vectorised test; the first bad value is named
+        bad = float(x[np.argmin(good)])
+        shown = "nan" if math.isnan(bad) else ("inf" if math.isinf(bad) else _shown(name, bad))
+        raise ScenarioError(f"{_where(name)} = {shown!r}: must be {allowed_text(name)}")
+
+
+def _fixed_default() -> dict:
+    return {v.id: v.d_s for v in _variants.VARIANTS}
 
 
 @dataclass(frozen=True)
 class Scenario:
-    """One study's parameters, SI units. Numeric fields are PyTree leaves; ``steps`` is static."""
+    """One study's parameters, SI units. Numeric fields are PyTree leaves; ``steps`` and
+    ``variants`` (the registry, :data:`bandjax.variants.VARIANTS` by default) are static.
+
+    GPU compute per step is not a field: c = flops_per_param_token x P x T / (gpu_peak_FLOPs x
+    utilisation) (:attr:`gpu_compute_s`). The study's GPU is its calibrated effective rate
+    (:data:`STUDY_GPU_FLOPs`, utilisation 1), so c = 0.4918 ms at its P.
+
+    Choosing a GPU preset (:meth:`with_gpu`) sets the peak and the utilisation, and its board power
+    replaces ``gpu_static_W`` with ``gpu_J_per_FLOP`` set to 0: the board power is what the GPU
+    draws working, its FLOPs included (as a module's power covers its FLOPs).
+    """
 
     params: Any = PRESETS["study"]
-    gpu_compute_s: Any = 0.4918e-3
     tokens_per_worker: Any = 512.0
     flops_per_param_token: Any = 6.0
+    gpu_peak_FLOPs: Any = STUDY_GPU_FLOPs
+    utilisation: Any = 1.0
+    overlap_fraction: Any = 0.0
     dense_bytes_per_param: Any = 4.0
+    dcs: Any = 2.0
+    topology: Any = 0.0
     workers_per_dc: Any = 4.0
     worker_port_Bps: Any = 50e9
     qsfp_port_Bps: Any = 25e9
     wan_Bps: Any = 12.5e9
+    wan_latency_s: Any = 0.0
     band_fraction: Any = 0.25
     gpu_band_bits: Any = 8.0
     enob: Any = 8.0
@@ -146,21 +288,89 @@ class Scenario:
     sync_every_H: Any = 1.0
     wan_message_B: Any = 1e6
     background_B: Any = 1e6
-    fixed_s: dict = field(default_factory=lambda: {
-        "adamw": 0.0998e-3, "topk": 0.0, "band_gpu": 0.0408e-3, "band_gpu_allreduce": 0.1009e-3,
-        "band_pluggable": 0.0017e-3, "band_switch": 0.0227e-3})
+    fixed_s: dict = field(default_factory=_fixed_default)
     steps: Steps = Steps()
+    variants: tuple[Variant, ...] = _variants.VARIANTS
+
+    @property
+    def gpu_compute_s(self):
+        """GPU compute per step, s: c = flops_per_param_token x P x T / (peak x utilisation)."""
+        return (self.flops_per_param_token * self.params * self.tokens_per_worker
+                / (self.gpu_peak_FLOPs * self.utilisation))
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """The registry's variant ids, in the order of every per-variant axis."""
+        return tuple(v.id for v in self.variants)
+
+    def variant(self, variant_id: str) -> Variant:
+        return _variants.get(variant_id, self.variants)
 
     def replace(self, **changes) -> "Scenario":
+        """A copy with ``changes``; each concrete value is checked (:func:`check_field`).
+
+        ``gpu_compute_s=c`` (for callers that set c directly) sets the GPU peak that gives c at
+        the new P and utilisation. Counts that a file or a sweep requires whole (n, K) may take
+        any value in their range here (a continuous extension, for derivatives).
+        """
+        if "gpu_compute_s" in changes:
+            c = changes.pop("gpu_compute_s")
+            get = lambda k: changes.get(k, getattr(self, k))  # noqa: E731
+            changes["gpu_peak_FLOPs"] = (get("flops_per_param_token") * get("params")
+                                         * get("tokens_per_worker") / (c * get("utilisation")))
+        for name, value in changes.items():
+            if name in LIMITS:
+                check_field(name, value, whole=False)
         return dataclasses.replace(self, **changes)
 
     def at_model_size(self, params) -> "Scenario":
         """The same hardware with ``params`` parameters: GPU compute scales with P, d does not."""
-        return self.replace(params=params, gpu_compute_s=self.gpu_compute_s * params / self.params)
+        return self.replace(params=params)
 
+    def with_gpu(self, name: str, utilisation=None) -> "Scenario":
+        """The GPU preset ``name`` (:data:`GPUS`): its peak, board power as ``gpu_static_W``
+        (``gpu_J_per_FLOP`` 0, see the class docstring), and ``utilisation`` (default
+        :data:`DEFAULT_UTILISATION`)."""
+        if name not in GPUS:
+            raise ScenarioError(f"[model] gpu = {name!r} is not a preset; allowed: {', '.join(GPUS)}")
+        g = GPUS[name]
+        return self.replace(gpu_peak_FLOPs=g.peak_FLOPs, gpu_static_W=g.board_W, gpu_J_per_FLOP=0.0,
+                            utilisation=DEFAULT_UTILISATION if utilisation is None else utilisation)
 
-jax.tree_util.register_dataclass(
-    Scenario, data_fields=[*FIELDS, "fixed_s"], meta_fields=["steps"])
+    def with_variant(self, v: Variant, *, d_s=None, steps=None) -> "Scenario":
+        """This scenario with variant ``v`` added (or replaced, by id).
+
+        Args:
+          v: the variant.
+          d_s: its fixed time d, s (default ``v.d_s``); a leaf like every other d.
+          steps: its measured steps: a number or ``"never"`` (``v.steps == "flat"``), or a mapping
+            ENOB -> steps (``"enob"``); none for a variant with a rule.
+        """
+        # a variant of the same id is replaced where it stands (the variant axis keeps its order)
+        registry = (tuple(v if u.id == v.id else u for u in self.variants) if v.id in self.ids
+                    else self.variants + (v,))
+        _variants.check_registry(registry)
+        fixed = {**self.fixed_s, v.id: v.d_s if d_s is None else d_s}
+        s = self.steps
+        measured = dict(s.measured)
+        by_enob = dict(s.by_enob)
+        measured.pop(v.id, None)
+        by_enob.pop(v.id, None)
+        if steps is not None:
+            if v.steps == "rule":
+                raise ScenarioError(f"variant {v.id!r} takes its steps from a rule; give no steps")
+            if isinstance(steps, dict):
+                by_enob[v.id] = tuple(sorted(((int(e), _steps_value(f"[steps] {v.id}.{e}", n))
+                                              for e, n in steps.items()), reverse=True))
+            else:
+                measured[v.id] = _steps_value(f"[steps] {v.id}", steps)
+        new_steps = dataclasses.replace(s, measured=tuple(measured.items()), by_enob=tuple(by_enob.items()))
+        return dataclasses.replace(self, variants=registry, fixed_s=fixed, steps=new_steps)
+
+    def steps_of(self, variant_id: str, enob=None, basis: str = "hypothesis") -> float:
+        """Steps to target of ``variant_id`` (:meth:`Steps.lookup` over this registry)."""
+        enob = float(self.enob) if enob is None else float(enob)
+        return self.steps.lookup(variant_id, enob, basis, self.variants)
 
 
 def reference() -> Scenario:
@@ -191,37 +401,20 @@ def resolve_budget(scenario: Scenario, budget) -> float:
 
 def validate(sc: Scenario) -> Scenario:
     """Check every value; raise :class:`ScenarioError` naming the first bad one."""
-    positive = {"params", "gpu_compute_s", "workers_per_dc", "worker_port_Bps", "qsfp_port_Bps",
-                "wan_Bps", "band_fraction", "gpu_band_bits", "enob", "topk_fraction",
-                "topk_bytes_per_value", "optics_Sps", "fpga_Bps", "budget_FLOPs",
-                "budget_low_FLOPs", "budget_high_FLOPs", "dense_bytes_per_param", "sync_every_H",
-                "tokens_per_worker", "wan_message_B", "background_B"}
-    for name, (section, key, dim, _) in FIELDS.items():
-        value = float(getattr(sc, name))
-        where = f"[{section}] {key}"
-        if math.isnan(value):
-            raise ScenarioError(f"{where} = nan: must be a number")
-        if name in positive and not value > 0:
-            raise ScenarioError(f"{where} = {format_quantity(value, dim)!r}: must be > 0")
-        if name not in positive and value < 0:
-            raise ScenarioError(f"{where} = {format_quantity(value, dim)!r}: must be >= 0")
-        if math.isinf(value) and name != "budget_FLOPs":
-            raise ScenarioError(f"{where} = inf: must be finite")
-    if float(sc.workers_per_dc) < 1 or not float(sc.workers_per_dc).is_integer():
-        raise ScenarioError(f"[cluster] workers_per_dc = {sc.workers_per_dc!r}: must be a whole number >= 1")
-    if not float(sc.band_fraction) <= 1:
-        raise ScenarioError(f"[band] fraction = {sc.band_fraction!r}: must be in (0, 1]")
-    unknown = set(sc.fixed_s) - set(_variants.IDS)
-    missing = set(_variants.IDS) - set(sc.fixed_s)
+    for name in FIELDS:
+        check_field(name, getattr(sc, name))
+    ids = sc.ids
+    unknown = set(sc.fixed_s) - set(ids)
+    missing = set(ids) - set(sc.fixed_s)
     if unknown or missing:
         raise ScenarioError(f"[{FIXED_SECTION}] keys {sorted(unknown) or sorted(missing)} "
                             f"{'are not variants' if unknown else 'are missing'}; "
-                            f"allowed: {', '.join(_variants.IDS)}")
+                            f"allowed: {', '.join(ids)}")
     for vid, d in sc.fixed_s.items():
-        if not float(d) >= 0:
-            raise ScenarioError(f"[{FIXED_SECTION}] {vid} = {d!r}: must be >= 0 s")
-    enobs = sc.steps.measured_enobs()
-    if float(sc.enob) not in enobs:
+        if not float(d) >= 0 or math.isinf(float(d)):
+            raise ScenarioError(f"[{FIXED_SECTION}] {vid} = {d!r}: must be >= 0 s and finite")
+    enobs = sc.steps.measured_enobs(registry=sc.variants)
+    if enobs and float(sc.enob) not in enobs:
         raise ScenarioError(f"[band] enob = {sc.enob!r}: outside the steps table; measured ENOB: "
                             f"{', '.join(str(e) for e in enobs)}")
     return sc
@@ -230,18 +423,77 @@ def validate(sc: Scenario) -> Scenario:
 # --------------------------------------------------------------------------------------- TOML
 
 
+def _variant_to_toml(v: Variant) -> dict:
+    out: dict[str, Any] = {"label": v.label, "short": v.short, "payload": v.payload,
+                           "collective": v.collective, "link": v.link, "module": v.module,
+                           "steps": v.steps, "d": format_quantity(v.d_s, "time"), "colour": v.colour}
+    if v.bytes_per_param is not None:
+        out["bytes_per_param"] = format_quantity(v.bytes_per_param, "count")
+    if v.rule is not None:
+        out["rule"] = {"hypothesis": list(v.rule.hypothesis), "exact": list(v.rule.exact)}
+    return out
+
+
+_VARIANT_KEYS = ("label", "short", "payload", "collective", "link", "module", "steps", "d", "colour",
+                 "bytes_per_param", "rule")
+
+
+def _variant_from_toml(vid: str, table: dict, default: Variant | None) -> Variant:
+    where = f"[{VARIANTS_SECTION}.{vid}]"
+    if not isinstance(table, dict):
+        raise ScenarioError(f"{where} = {table!r}: expected a table with keys {', '.join(_VARIANT_KEYS)}")
+    for key in table:
+        if key not in _VARIANT_KEYS:
+            raise ScenarioError(f"{where} {key} is not a known key; allowed: {', '.join(_VARIANT_KEYS)}")
+    base = dataclasses.asdict(default) if default else {"label": vid, "short": vid, "colour": 0}
+    base.pop("id", None)
+    if default is not None and default.rule is not None:
+        base["rule"] = default.rule
+    kw = {k: base[k] for k in base if k in {f.name for f in dataclasses.fields(Variant)}}
+    for key, value in table.items():
+        if key == "d":
+            kw["d_s"] = parse(f"{where} d", value, "time")
+        elif key == "bytes_per_param":
+            kw["bytes_per_param"] = parse(f"{where} bytes_per_param", value, "count")
+        elif key == "rule":
+            if not (isinstance(value, dict) and set(value) == {"hypothesis", "exact"}):
+                raise ScenarioError(f"{where} rule = {value!r}: expected {{hypothesis = [ids], exact = [ids]}}")
+            kw["rule"] = Rule(tuple(value["hypothesis"]), tuple(value["exact"]))
+        elif key == "colour":
+            kw["colour"] = int(parse(f"{where} colour", value, "count"))
+        else:
+            kw[key] = value
+    missing = [k for k in ("payload", "collective") if k not in kw]
+    if missing:
+        raise ScenarioError(f"{where}: {', '.join(missing)} missing; payload one of "
+                            f"{', '.join(_variants.PAYLOADS)}, collective one of {', '.join(_variants.COLLECTIVES)}")
+    try:
+        return Variant(vid, **kw)
+    except (TypeError, ValueError) as e:
+        raise ScenarioError(f"{where}: {e}") from None
+
+
 def to_toml_dict(sc: Scenario) -> dict:
     out: dict[str, dict] = {}
     for name, (section, key, dim, _) in FIELDS.items():
         value = float(getattr(sc, name))
         if name == "budget_FLOPs" and math.isinf(value):
             out.setdefault(section, {})[key] = "free"
+        elif dim == "topology":
+            out.setdefault(section, {})[key] = TOPOLOGIES[int(value)]
         else:
             out.setdefault(section, {})[key] = format_quantity(value, dim)
+    # c, derived (for readers of the file); on load it must agree with the peak and utilisation
+    out["model"]["gpu_compute"] = format_quantity(float(sc.gpu_compute_s), "time")
     out[FIXED_SECTION] = {vid: format_quantity(float(d), "time") for vid, d in sc.fixed_s.items()}
+    defaults = {v.id: v for v in _variants.VARIANTS}
+    own = {v.id: _variant_to_toml(v) for v in sc.variants if defaults.get(v.id) != v}
+    if own or len(sc.variants) != len(defaults) or set(sc.ids) != set(defaults):
+        out[VARIANTS_SECTION] = own
+        if set(defaults) - set(sc.ids):
+            out[VARIANTS_SECTION]["only"] = list(sc.ids)
     s = sc.steps
-    table: dict[str, Any] = {"target_loss": s.target_loss,
-                             "hypothesis_from": s.hypothesis_from, "exact_from": s.exact_from}
+    table: dict[str, Any] = {"target_loss": s.target_loss}
     table.update({vid: int(n) if float(n).is_integer() else n for vid, n in s.measured})
     for vid, entries in s.by_enob:
         table[vid] = {str(e): (n if n == NEVER else int(n)) for e, n in entries}
@@ -255,61 +507,125 @@ def save(sc: Scenario, path: str | os.PathLike) -> None:
 
     header = ("# bandjax scenario. Values carry units; a bare number is SI.\n"
               "# [fixed_time] is d per variant, calibrated to the study's recorded step times.\n"
-              "# [steps] are measured steps to the target loss; \"never\" = measured, never reaches it.\n")
+              "# [steps] are measured steps to the target loss; \"never\" = measured, never reaches it.\n"
+              "# [variants.<id>] adds a variant (or changes one of the study's six).\n")
     atomic_write_text(path, header + tomli_w.dumps(to_toml_dict(validate(sc))))
 
 
+def _registry_from_toml(table: dict) -> tuple[Variant, ...]:
+    if not isinstance(table, dict):
+        raise ScenarioError(f"[{VARIANTS_SECTION}] = {table!r}: expected [{VARIANTS_SECTION}.<id>] tables")
+    defaults = {v.id: v for v in _variants.VARIANTS}
+    registry = dict(defaults)
+    only = table.get("only")
+    for vid, entry in table.items():
+        if vid != "only":
+            registry[vid] = _variant_from_toml(vid, entry, defaults.get(vid))
+    if only is not None:
+        unknown = [v for v in only if v not in registry]
+        if unknown:
+            raise ScenarioError(f"[{VARIANTS_SECTION}] only = {only!r}: {unknown} are not variants; "
+                                f"allowed: {', '.join(registry)}")
+        registry = {vid: registry[vid] for vid in only}
+    out = tuple(registry.values())
+    try:
+        _variants.check_registry(out)
+    except ValueError as e:
+        raise ScenarioError(f"[{VARIANTS_SECTION}] {e}") from None
+    return out
+
+
 def from_toml_dict(data: dict) -> Scenario:
-    """Build a scenario from a parsed TOML mapping; missing keys take the reference's values."""
+    """Build a scenario from a parsed TOML mapping; missing keys take the reference's values.
+
+    Besides the keys of :data:`FIELDS`: ``[model] gpu = "h100"`` applies a GPU preset
+    (:meth:`Scenario.with_gpu`) before the file's other values; ``[model] gpu_compute = "0.49 ms"``
+    (files written before c came from FLOPs) sets the GPU peak that gives that c.
+    """
     by_key = {(section, key): name for name, (section, key, _, _) in FIELDS.items()}
-    sections = {s for s, _ in by_key} | {FIXED_SECTION, "steps"}
+    extra = {("model", "gpu"), ("model", "gpu_compute")}
+    sections = {s for s, _ in by_key} | {FIXED_SECTION, "steps", VARIANTS_SECTION}
     changes: dict[str, Any] = {}
+    ref = reference()
     for section, entries in data.items():
         if section not in sections:
             raise ScenarioError(f"[{section}] is not a known section; allowed: {', '.join(sorted(sections))}")
         if not isinstance(entries, dict):
             raise ScenarioError(f"{section} = {entries!r}: expected a [{section}] table")
-        if section in (FIXED_SECTION, "steps"):
+        if section in (FIXED_SECTION, "steps", VARIANTS_SECTION):
             continue
         for key, value in entries.items():
             name = by_key.get((section, key))
+            if (section, key) == ("model", "gpu"):
+                if not isinstance(value, str):
+                    raise ScenarioError(f"[model] gpu = {value!r}: expected a preset name; allowed: "
+                                        f"{', '.join(GPUS)}")
+                continue
+            if (section, key) == ("model", "gpu_compute"):
+                changes["gpu_compute_s"] = parse("[model] gpu_compute", value, "time")
+                continue
             if name is None:
-                allowed = sorted(k for s, k in by_key if s == section)
+                allowed = sorted([k for s, k in by_key if s == section] + [k for s, k in extra if s == section])
                 raise ScenarioError(f"[{section}] {key} is not a known key; allowed: {', '.join(allowed)}")
             if name == "budget_FLOPs" and value == "free":
                 changes[name] = math.inf
+            elif FIELDS[name][2] == "topology":
+                if value not in TOPOLOGIES:
+                    raise ScenarioError(f"[{section}] {key} = {value!r}: must be {allowed_text(name)}")
+                changes[name] = float(TOPOLOGIES.index(value))
             else:
                 changes[name] = parse(f"[{section}] {key}", value, FIELDS[name][2])
-    ref = reference()
-    fixed = dict(ref.fixed_s)
+    gpu = data.get("model", {}).get("gpu")
+    if gpu is not None:
+        ref = ref.with_gpu(gpu, utilisation=changes.get("utilisation"))
+    registry = _registry_from_toml(data[VARIANTS_SECTION]) if VARIANTS_SECTION in data else ref.variants
+    ids = tuple(v.id for v in registry)
+    fixed = {v.id: dict(ref.fixed_s).get(v.id, v.d_s) for v in registry}
+    for v in registry:  # a [variants.<id>] table's d is that variant's d unless [fixed_time] says
+        if v.id in data.get(VARIANTS_SECTION, {}) and "d" in data[VARIANTS_SECTION][v.id]:
+            fixed[v.id] = v.d_s
     for vid, value in data.get(FIXED_SECTION, {}).items():
-        if vid not in _variants.IDS:
-            raise ScenarioError(f"[{FIXED_SECTION}] {vid} is not a variant; allowed: {', '.join(_variants.IDS)}")
+        if vid not in ids:
+            raise ScenarioError(f"[{FIXED_SECTION}] {vid} is not a variant; allowed: {', '.join(ids)}")
         fixed[vid] = parse(f"[{FIXED_SECTION}] {vid}", value, "time")
     changes["fixed_s"] = fixed
-    if "steps" in data:
-        changes["steps"] = _steps_from_toml(data["steps"])
-    return validate(ref.replace(**changes))
+    steps, registry = _steps_from_toml(data.get("steps", {}), registry)
+    sc = dataclasses.replace(ref, variants=registry, steps=steps)
+    c = changes.get("gpu_compute_s")
+    if c is not None and ("gpu_peak_FLOPs" in changes or gpu is not None):
+        changes.pop("gpu_compute_s")
+        derived = float(sc.replace(**changes).gpu_compute_s)
+        if not math.isclose(derived, c, rel_tol=1e-9):
+            raise ScenarioError(f"[model] gpu_compute = {format_quantity(c, 'time')!r} disagrees with "
+                                f"gpu_peak x utilisation ({format_quantity(derived, 'time')}); give one "
+                                "(c = flops_per_param_token x params x tokens_per_worker / (gpu_peak x utilisation))")
+    return validate(sc.replace(**changes))
 
 
-def _steps_from_toml(table: dict) -> Steps:
-    """Steps from a [steps] table; entries it leaves out keep the reference's."""
+def _steps_from_toml(table: dict, registry: tuple[Variant, ...]) -> tuple[Steps, tuple[Variant, ...]]:
+    """Steps from a [steps] table; entries it leaves out keep the reference's. ``hypothesis_from``
+    and ``exact_from`` (older files) rewrite the rules of basis-dependent variants."""
     ref = Steps()
-    measured, by_enob = dict(ref.measured), dict(ref.by_enob)
-    target, hyp, exa = ref.target_loss, ref.hypothesis_from, ref.exact_from
+    ids = tuple(v.id for v in registry)
+    measured = {k: n for k, n in ref.measured if k in ids}
+    by_enob = {k: n for k, n in ref.by_enob if k in ids}
+    target, hyp, exa = ref.target_loss, None, None
+    with_steps = [v.id for v in registry if v.rule is None]
     for key, value in table.items():
         where = f"[steps] {key}"
         if key == "target_loss":
             target = parse(where, value, "count")
         elif key in ("hypothesis_from", "exact_from"):
-            if value not in _variants.IDS or value == "band_switch":
-                raise ScenarioError(f"{where} = {value!r}: must name a variant with its own steps")
+            if value not in with_steps:
+                raise ScenarioError(f"{where} = {value!r}: must name a variant with its own steps; "
+                                    f"allowed: {', '.join(with_steps)}")
             hyp, exa = (value, exa) if key == "hypothesis_from" else (hyp, value)
-        elif key not in _variants.IDS:
-            raise ScenarioError(f"{where} is not a variant; allowed: {', '.join(_variants.IDS)}")
-        elif key == "band_switch":
-            raise ScenarioError(f"{where}: band_switch has no steps of its own; it takes "
-                                "hypothesis_from's (hypothesis) or exact_from's (exact)")
+        elif key not in ids:
+            raise ScenarioError(f"{where} is not a variant; allowed: {', '.join(ids)}")
+        elif _variants.get(key, registry).rule is not None:
+            r = _variants.get(key, registry).rule
+            raise ScenarioError(f"{where}: {key} has no steps of its own; it takes the largest of "
+                                f"{', '.join(r.hypothesis)} (hypothesis) or of {', '.join(r.exact)} (exact)")
         elif isinstance(value, dict):
             entries = []
             for enob, steps in value.items():
@@ -321,9 +637,21 @@ def _steps_from_toml(table: dict) -> Steps:
                     raise ScenarioError(f"{where}.{enob}: ENOB must be in 1..32 bits")
                 entries.append((e, _steps_value(f"{where}.{enob}", steps)))
             by_enob[key] = tuple(sorted(entries, reverse=True))
+            measured.pop(key, None)
         else:
             measured[key] = _steps_value(where, value)
-    return Steps(target, tuple(measured.items()), tuple(by_enob.items()), hyp, exa)
+            by_enob.pop(key, None)
+    if hyp is not None or exa is not None:
+        new = []
+        for v in registry:
+            if v.basis_dependent:
+                h = hyp or v.rule.hypothesis[0]
+                rule = Rule((h,), tuple(dict.fromkeys((h, exa or v.rule.exact[-1]))))
+                v = dataclasses.replace(v, rule=rule)
+            new.append(v)
+        registry = tuple(new)
+    return Steps(target, tuple(measured.items()), tuple(by_enob.items()),
+                 hyp or ref.hypothesis_from, exa or ref.exact_from), registry
 
 
 def _steps_value(where: str, value):

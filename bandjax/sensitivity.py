@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from . import _jax  # noqa: F401  (64-bit floats, the Scenario PyTree)
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -39,23 +40,24 @@ def crossing_elasticities(sc: Scenario, ia, ib, steps_a, steps_b, lo, hi, k=0, *
                           bandwidth: bool = True, grid: int = _be.GRID,
                           max_roots: int = _be.MAX_ROOTS):
     """d log x* / d log p of every crossing x* with respect to every parameter p of
-    :data:`bandjax.breakeven.PARAMETERS`: shape (..., max_roots, parameter), NaN without a crossing.
+    :func:`bandjax.breakeven.parameters`: shape (..., max_roots, parameter), NaN without a crossing.
 
     Searches over the WAN (``bandwidth=True``, ``lo``/``hi`` in B/s) or over parameter number ``k``
-    of :data:`~bandjax.breakeven.PARAMETERS`; other arguments as in
+    of :func:`~bandjax.breakeven.parameters`; other arguments as in
     :func:`bandjax.breakeven.bandwidth_crossings` (pairs may be a grid dimension).
     """
     theta = (sc, jnp.asarray(steps_a, dtype=float), jnp.asarray(steps_b, dtype=float))
+    names = _be.parameters(sc)
 
     def log_crossings(z):
-        sc_z, na, nb = _scaled(theta, _be.PARAMETERS, z)
+        sc_z, na, nb = _scaled(theta, names, z)
         if bandwidth:
             c = _be.bandwidth_crossings(sc_z, ia, ib, na, nb, lo, hi, grid=grid, max_roots=max_roots)
         else:
             c = _be._field_crossings(sc_z, ia, ib, na, nb, lo, hi, k, grid=grid, max_roots=max_roots)
         return jnp.log(c.x)
 
-    return jax.jacfwd(log_crossings)(jnp.zeros(len(_be.PARAMETERS)))
+    return jax.jacfwd(log_crossings)(jnp.zeros(len(names)))
 
 
 def elasticities(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
@@ -77,12 +79,13 @@ def elasticities(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
         n for n in _be.parameter_names(result.a, result.b)
         if n != result.parameter and not _is_energy(n))
     for n in names:
-        _be._check_parameter(n)
+        _be._check_parameter(n, sc)
+    every = _be.parameters(sc)
     jac = np.asarray(crossing_elasticities(
-        sc, _be._v.IDS.index(result.a), _be._v.IDS.index(result.b), result.steps_a,
-        result.steps_b, result.lo, result.hi, _be.PARAMETERS.index(result.parameter),
+        sc, sc.ids.index(result.a), sc.ids.index(result.b), result.steps_a,
+        result.steps_b, result.lo, result.hi, every.index(result.parameter),
         bandwidth=result.parameter == "wan_Bps", grid=grid, max_roots=result.x.shape[-1]))
-    return result, {n: jac[..., _be.PARAMETERS.index(n)] for n in names}
+    return result, {n: jac[..., every.index(n)] for n in names}
 
 
 def _is_energy(name: str) -> bool:
@@ -98,7 +101,7 @@ def budget_elasticities(sc: Scenario, parameters=None, lo_GFLOPs: float = 1e-3,
     from .scenario import FIELDS
 
     names = tuple(parameters) if parameters is not None else tuple(
-        n for n in FIELDS if n != "budget_FLOPs" and not _is_energy(n))
+        n for n in FIELDS if n != "budget_FLOPs" and not _is_energy(n) and n not in _be.DISCRETE)
     theta = (sc, jnp.asarray(1.0), jnp.asarray(1.0))
 
     def log_budget(z):

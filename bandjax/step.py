@@ -1,14 +1,16 @@
-"""Module pipeline and per-variant step time (model.md sections 4, 5 and 9): pure ``jax.numpy``.
+"""Module pipeline and per-variant step time (model.md sections 4, 5, 9 and 13): pure ``jax.numpy``.
 
 Everything here is written for one point of a scenario and broadcasts over whatever array shapes
 the scenario's fields hold. The last axis of a per-variant result is the variant, in the order of
-:data:`bandjax.variants.IDS`; the component axis of :func:`step_terms_s` is :data:`COMPONENTS`.
+the scenario's registry (``sc.ids``); the component axis of :func:`step_terms_s` is
+:data:`COMPONENTS`.
 """
 
 from __future__ import annotations
 
 import math
 
+from . import _jax  # noqa: F401  (64-bit floats, the Scenario PyTree)
 import jax
 import jax.numpy as jnp
 
@@ -18,13 +20,14 @@ from .scenario import Scenario
 STAGES = ("port", "optics", "compute", "fpga")
 # The terms of a step, in the order of model.md section 5 and the hot-spot names of section 7.
 COMPONENTS = ("gpu_compute", "module_port", "module_optics", "module_compute", "module_fpga",
-              "qsfp", "port", "wan", "fixed")
+              "qsfp", "port", "wan", "wan_latency", "fixed")
 COMPONENT_LABELS = {
     "gpu_compute": "GPU compute", "module_port": "module port", "module_optics": "module optics",
     "module_compute": "module compute", "module_fpga": "module fpga",
     "qsfp": "band through the module port", "port": "worker port", "wan": "WAN",
-    "fixed": "fixed time d (calibrated)",
+    "wan_latency": "WAN latency", "fixed": "fixed time d (calibrated)",
 }
+_WAN = COMPONENTS.index("wan")
 
 
 def col(x):
@@ -35,7 +38,7 @@ def col(x):
 def payloads_B(sc: Scenario) -> dict:
     """Bytes per worker of each payload kind.
 
-        dense        G = 4 P                       (fp32 delta)
+        dense        G = 4 P                       (fp32 delta; a variant may say its own bytes)
         topk         K = (P/16) x (4 + 4)          (fp32 value + int32 index)
         band_gpu     b = (P/4) x 8 / 8             (GPU band: 8 bits a coefficient)
         band_transit b = (P/4) x ENOB / 8          (bit-packed, not rounded per coefficient)
@@ -50,11 +53,22 @@ def payloads_B(sc: Scenario) -> dict:
     }
 
 
+def variant_payload_B(sc: Scenario, v: _v.Variant, pay: dict):
+    """Payload per worker of variant ``v``: its kind's, or its own bytes a parameter (dense)."""
+    if v.bytes_per_param is not None:
+        return v.bytes_per_param * sc.params
+    return pay[v.payload]
+
+
 def traffic_B(sc: Scenario) -> _v.Traffic:
-    """Bytes per step of every variant, stacked on a last axis of length len(IDS)."""
+    """Bytes per sync of every variant, stacked on a last axis of the registry's length.
+
+    WAN bytes are per directed link in use; ``links`` and ``hops`` per variant likewise.
+    """
     pay = payloads_B(sc)
-    per = [_v.traffic(v, pay[v.payload], pay["dense"], sc.workers_per_dc) for v in _v.VARIANTS]
-    return _v.Traffic(*(jnp.stack(jnp.broadcast_arrays(*col), axis=-1) for col in zip(*per)))
+    per = [_v.traffic(v, variant_payload_B(sc, v, pay), pay["dense"], sc.workers_per_dc,
+                      sc.dcs, sc.topology, where=jnp.where) for v in sc.variants]
+    return _v.Traffic(*(jnp.stack(jnp.broadcast_arrays(*c), axis=-1) for c in zip(*per)))
 
 
 def module_stages_s(sc: Scenario):
@@ -81,36 +95,57 @@ def budget_break_even_FLOPs(sc: Scenario):
     return sc.transform_flops_per_param * sc.optics_Sps
 
 
-def step_parts_s(sc: Scenario) -> tuple:
-    """The terms of :func:`step_terms_s`, one array per component in :data:`COMPONENTS` order.
+def comm_parts_s(sc: Scenario) -> tuple:
+    """The communication terms of every variant (all but c), after the division by H, in
+    :data:`COMPONENTS` order from ``module_port`` on.
 
     Each is broadcastable to (..., variant) but not broadcast: on an outer-product grid most terms
     depend on one axis only, so sums of these stay one fused pass over the grid instead of a
     materialised (..., variant, component) array.
+
+        module (binding stage only) | qsfp bytes / qsfp port | port bytes / port |
+        WAN bytes per link / B | hops x latency | d
     """
     t = traffic_B(sc)
     stages = module_stages_s(sc)
     module_parts = jnp.where(binding_stage(stages), stages, 0.0)  # (..., stage)
-    has_module = jnp.array([v.module for v in _v.VARIANTS])  # (variant,)
-    fixed = jnp.stack([jnp.asarray(sc.fixed_s[v], dtype=float) for v in _v.IDS], axis=-1)
+    has_module = jnp.array([v.module for v in sc.variants])  # (variant,)
+    fixed = jnp.stack([jnp.asarray(sc.fixed_s[v], dtype=float) for v in sc.ids], axis=-1)
     comm = [*(jnp.where(has_module, module_parts[..., i, None], 0.0) for i in range(len(STAGES))),
             t.qsfp_B / col(sc.qsfp_port_Bps), t.port_B / col(sc.worker_port_Bps),
-            t.wan_B / col(sc.wan_Bps), fixed]
+            t.wan_B / col(sc.wan_Bps), t.hops * col(sc.wan_latency_s), fixed]
     H = col(sc.sync_every_H)
-    return (col(sc.gpu_compute_s), *(c / H for c in comm))
+    return tuple(c / H for c in comm)
+
+
+def exposed_s(c, comm, overlap):
+    """The communication left after the overlap hides what it can: max(0, comm - f c)."""
+    return jnp.maximum(0.0, comm - overlap * c)
+
+
+def step_parts_s(sc: Scenario) -> tuple:
+    """(c, *communication terms): the terms of :func:`step_terms_s`, the communication ones
+    scaled by their exposed share, so they sum to the step (:func:`comm_parts_s` for the raw ones).
+    """
+    c = col(sc.gpu_compute_s)
+    comm = comm_parts_s(sc)
+    total = sum_parts(comm)
+    exposed = exposed_s(c, total, col(sc.overlap_fraction))
+    # Hot spots split the exposed communication over its terms in proportion.
+    share = jnp.where(total > 0, exposed / jnp.where(total > 0, total, 1.0), 0.0)
+    return (c, *(p * share for p in comm))
 
 
 def step_terms_s(sc: Scenario):
     """Each variant's step split into :data:`COMPONENTS`, shape (..., variant, component), s.
 
-        adamw               c + 2(n-1)/n G/port          + G/B        + d
-        topk                c + (N-1) K/port             + (N/2) K/B  + d
-        band_gpu            c + (N-1) b/port             + (N/2) b/B  + d
-        band_gpu_allreduce  c + 2(n-1)/n b/port          + b/B        + d
-        band_pluggable      c + module + (N-1) b/qsfp    + (N/2) b/B  + d
-        band_switch         c + G/port + module + 2 b/qsfp + b/B      + d
+        ring all-reduce of p     c + 2(n-1)/n p/port               + WAN(p) + d    (AdamW, C')
+        all-gather of p          c + module? + (N-1) p/link        + WAN(p) + d    (top-k, C, E)
+        in-network sum of b      c + G/port + module + 2 b/qsfp    + WAN(b) + d    (E')
 
-    Only the module's binding stage holds time. Syncing every H steps divides every term but c by H.
+    WAN(p) = bytes per directed link / B + hops x latency (:mod:`bandjax.variants`), N = K n. Only
+    the module's binding stage holds time. Syncing every H steps divides every term but c by H;
+    with overlap f the communication terms are scaled so that they sum to max(0, comm - f c).
     """
     return jnp.stack(jnp.broadcast_arrays(*step_parts_s(sc)), axis=-1)
 
@@ -135,5 +170,7 @@ def sum_parts(parts):
 
 
 def step_s(sc: Scenario):
-    """Step time of every variant, shape (..., variant), s: the sum of :func:`step_parts_s`."""
-    return sum_parts(step_parts_s(sc))
+    """Step time of every variant, shape (..., variant), s: c + max(0, comm - f c)."""
+    c = col(sc.gpu_compute_s)
+    comm = sum_parts(comm_parts_s(sc))
+    return c + exposed_s(c, comm, col(sc.overlap_fraction))

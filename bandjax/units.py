@@ -66,4 +66,8 @@ def format_quantity(value: float, dimension: str) -> str | float | int:
     unit, factor = next(iter(UNITS[dimension].items()))
     number = value / factor
     text = repr(round(number, 12)) if math.isfinite(number) else repr(number)
+    if math.isfinite(number) and parse("", f"{text} {unit}", dimension) != value:
+        # Not exact in the file's unit (a calibrated value): SI, which is.
+        unit = next(u for u, f in UNITS[dimension].items() if f == 1.0)
+        text = repr(float(value))
     return f"{text} {unit}"

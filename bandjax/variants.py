@@ -1,87 +1,223 @@
-"""The variant registry: what each way of syncing sends over which link.
+"""The variant registry: what each way of syncing is, sends over which link, and where its steps
+come from.
 
 This is the one description of traffic in bandjax. The step time (:mod:`bandjax.step`), the energy
 (:mod:`bandjax.metrics`) and the event engine (:mod:`events`) all read it, so no byte count is
-written twice. Choices here (which variant, which collective) are made outside jit; the byte counts
-are plain arithmetic on whatever arrays they are given.
+written twice. A variant is data (:class:`Variant`); a scenario holds its own registry
+(``Scenario.variants``, the six of the study by default), so a user's variant is one more entry.
+Plain Python and NumPy: no jax at import.
 
-Collectives, with payload p, n workers per DC and N = 2 n workers (model.md section 5):
+Collectives, with payload p per worker, K DCs of n workers, N = K n (model.md sections 5 and 13).
+Bytes per step on each directed WAN link in use:
 
-    ring_allreduce    port 2(n-1)/n p,  WAN p        (reduce-scatter in DC, WAN exchange, all-gather)
-    allgather(link)   link (N-1) p,     WAN N/2 p    (a DC sends the N/2 payloads of its workers)
-    in_network        port G, qsfp 2 p, WAN p        (dense delta to the switch; summed band back)
+    collective        port / qsfp            ring WAN link     mesh WAN link   latency ring / mesh
+    ring_allreduce    port 2(n-1)/n p        2(K-1)/K p        2 p / K         2(K-1) l / 2 l
+    allgather(link)   link (N-1) p           (K-1) n p         n p             (K-1) l  / l
+    in_network        port G, qsfp 2 p       2(K-1)/K p        2 p / K         2(K-1) l / 2 l
 
-The WAN entry is the bytes that cross one direction of the WAN per step.
+A ring uses K directed links, a mesh K(K-1); at K = 2 both are the study's two WAN directions.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import numpy as np
+
 LINKS = ("port", "qsfp", "wan")
+PAYLOADS = ("dense", "topk", "band_gpu", "band_transit")
+COLLECTIVES = ("ring_allreduce", "allgather", "in_network")
+TOPOLOGIES = ("ring", "mesh")  # the numeric leaf Scenario.topology is the index in this tuple
+STEPS_SOURCES = ("flat", "enob", "rule")
+NEVER = "never"
 
 
 class Traffic(NamedTuple):
-    """Bytes per step of one variant: per worker on its port and its module's port, on the WAN
-    (one direction), and the part of the WAN bytes a worker sends itself (its all-reduce shard)."""
+    """Bytes of one variant per sync: per worker on its port and its module's port, on each directed
+    WAN link in use, and the part of the WAN bytes a worker sends itself (its all-reduce shard);
+    ``links``: directed WAN links in use; ``hops``: one-way WAN latencies on the critical path."""
 
     port_B: object
     qsfp_B: object
     wan_B: object
     own_wan_B: object
+    links: object = 2.0
+    hops: object = 1.0
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Steps taken from other variants: on each basis, the largest of the named variants' steps at
+    the same ENOB (inf = never wins over any number; a variant not measured there gives NaN).
+
+    The study's E' is ``Rule(hypothesis=("band_pluggable",), exact=("band_pluggable", "band_gpu"))``
+    (model.md section 6, amended): E's steps, or on the exact basis max(E's, the exact band's).
+    """
+
+    hypothesis: tuple[str, ...]
+    exact: tuple[str, ...]
+
+    @property
+    def basis_dependent(self) -> bool:
+        """Whether the two bases can give different steps."""
+        return tuple(self.hypothesis) != tuple(self.exact)
+
+    def sources(self, basis: str) -> tuple[str, ...]:
+        return self.hypothesis if basis == "hypothesis" else self.exact
 
 
 @dataclass(frozen=True)
 class Variant:
+    """One way of syncing.
+
+    Attributes:
+      id, label, short: names (the short one is what tables and plots print).
+      payload: what a worker sends, one of :data:`PAYLOADS`: ``dense`` (G = bytes_per_param x P),
+        ``topk`` (k values + indices), ``band_gpu`` (band at the GPU's bits), ``band_transit``
+        (band at the module's ENOB).
+      collective: one of :data:`COLLECTIVES`.
+      link: ``"port"`` or ``"qsfp"``: the link an all-gather runs through.
+      module: a pluggable module pipeline (model.md section 4) sits on the path.
+      bytes_per_param: for a dense payload, bytes a parameter (None: the scenario's fp32 4).
+      steps: where its steps come from: ``"flat"`` (one measured number), ``"enob"`` (measured per
+        ENOB) or ``"rule"`` (:attr:`rule`, over other variants' steps).
+      rule: the :class:`Rule` when ``steps == "rule"``.
+      d_s: its default fixed time d, s (the scenario holds the value used, ``fixed_s[id]``).
+      colour: position in plots' colour order.
+    """
+
     id: str
     label: str
     short: str
-    payload: str  # "dense" | "topk" | "band_gpu" | "band_transit"
-    collective: str  # "ring_allreduce" | "allgather" | "in_network"
-    link: str = "port"  # for allgather: the link the all-gather runs through
-    module: bool = False  # a pluggable module pipeline (section 4) sits on the path
-    in_transit: bool = False  # band bits are the module's ENOB, not the GPU's 8
+    payload: str
+    collective: str
+    link: str = "port"
+    module: bool = False
+    bytes_per_param: float | None = None
+    steps: str = "flat"
+    rule: Rule | None = None
+    d_s: float = 0.0
+    colour: int = 0
 
+    def __post_init__(self):
+        def bad(what, value, allowed):
+            raise ValueError(f"variant {self.id!r}: {what} = {value!r} is not known; allowed: "
+                             f"{', '.join(allowed)}")
+        if self.payload not in PAYLOADS:
+            bad("payload", self.payload, PAYLOADS)
+        if self.collective not in COLLECTIVES:
+            bad("collective", self.collective, COLLECTIVES)
+        if self.link not in ("port", "qsfp"):
+            bad("link", self.link, ("port", "qsfp"))
+        if self.steps not in STEPS_SOURCES:
+            bad("steps", self.steps, STEPS_SOURCES)
+        if (self.steps == "rule") != (self.rule is not None):
+            raise ValueError(f"variant {self.id!r}: a rule goes with steps = 'rule', and only there")
+        if self.bytes_per_param is not None and not (self.payload == "dense" and self.bytes_per_param > 0):
+            raise ValueError(f"variant {self.id!r}: bytes_per_param = {self.bytes_per_param!r}: "
+                             "only for a dense payload, and > 0 bytes a parameter")
+        if not (math.isfinite(self.d_s) and self.d_s >= 0):
+            raise ValueError(f"variant {self.id!r}: d_s = {self.d_s!r}: must be >= 0 s")
+
+    @property
+    def in_transit(self) -> bool:
+        """Band bits are the module's ENOB, not the GPU's."""
+        return self.payload == "band_transit"
+
+    @property
+    def basis_dependent(self) -> bool:
+        """Whether its steps differ between the hypothesis and the exact basis."""
+        return self.rule is not None and self.rule.basis_dependent
+
+
+_E_PRIME = Rule(hypothesis=("band_pluggable",), exact=("band_pluggable", "band_gpu"))
 
 VARIANTS: tuple[Variant, ...] = (
-    Variant("adamw", "AdamW", "AdamW", "dense", "ring_allreduce"),
-    Variant("topk", "top-k", "top-k", "topk", "allgather"),
-    Variant("band_gpu", "band on the GPU, all-gathered", "C", "band_gpu", "allgather"),
+    Variant("adamw", "AdamW", "AdamW", "dense", "ring_allreduce", d_s=0.0998e-3, colour=0),
+    Variant("topk", "top-k", "top-k", "topk", "allgather", d_s=0.0, colour=1),
+    Variant("band_gpu", "band on the GPU, all-gathered", "C", "band_gpu", "allgather",
+            d_s=0.0408e-3, colour=2),
     Variant("band_gpu_allreduce", "band on the GPU, all-reduced", "C'", "band_gpu",
-            "ring_allreduce"),
+            "ring_allreduce", d_s=0.1009e-3, colour=3),
     Variant("band_pluggable", "band in the pluggable module, all-gathered", "E", "band_transit",
-            "allgather", link="qsfp", module=True, in_transit=True),
+            "allgather", link="qsfp", module=True, steps="enob", d_s=0.0017e-3, colour=4),
     Variant("band_switch", "band summed in the switch", "E'", "band_transit", "in_network",
-            module=True, in_transit=True),
+            module=True, steps="rule", rule=_E_PRIME, d_s=0.0227e-3, colour=5),
 )
+"""The study's six variants (model.md section 3), the default registry of a scenario."""
+
 IDS: tuple[str, ...] = tuple(v.id for v in VARIANTS)
 BY_ID: dict[str, Variant] = {v.id: v for v in VARIANTS}
+# Pairs the report compares side by side (a, b): the in-network band against the rest.
+DEFAULT_PAIRS: tuple[tuple[str, str], ...] = (
+    ("band_switch", "adamw"), ("band_switch", "topk"), ("band_switch", "band_gpu_allreduce"),
+    ("band_pluggable", "adamw"))
 
 
-def get(variant_id: str) -> Variant:
-    """The registered variant ``variant_id``; a clear error for an unknown one."""
-    try:
-        return BY_ID[variant_id]
-    except KeyError:
-        raise ValueError(f"variant = {variant_id!r} is not known; allowed: {', '.join(IDS)}") from None
+def get(variant_id: str, registry: tuple[Variant, ...] = VARIANTS) -> Variant:
+    """The variant ``variant_id`` of ``registry``; a clear error for an unknown one."""
+    for v in registry:
+        if v.id == variant_id:
+            return v
+    raise ValueError(f"variant = {variant_id!r} is not known; allowed: "
+                     f"{', '.join(v.id for v in registry)}")
 
 
-def traffic(v: Variant, payload_B, dense_B, n) -> Traffic:
-    """Bytes per step of variant ``v`` with ``payload_B`` bytes of payload per worker.
+def ids(registry: tuple[Variant, ...] = VARIANTS) -> tuple[str, ...]:
+    return tuple(v.id for v in registry)
 
-    ``dense_B`` is the dense delta G (the in-network variant sends it to the switch); ``n`` is the
-    number of workers per DC. Works on floats and arrays alike.
+
+def basis_dependent(registry: tuple[Variant, ...] = VARIANTS) -> tuple[str, ...]:
+    """Ids of the variants whose steps depend on the basis (they have a basis-dependent rule)."""
+    return tuple(v.id for v in registry if v.basis_dependent)
+
+
+def by_colour(registry: tuple[Variant, ...] = VARIANTS) -> tuple[Variant, ...]:
+    """The registry in plot colour order."""
+    return tuple(sorted(registry, key=lambda v: v.colour))
+
+
+def check_registry(registry: tuple[Variant, ...]) -> None:
+    """Ids unique; every rule names variants of the registry with steps of their own."""
+    seen = [v.id for v in registry]
+    if len(set(seen)) != len(seen):
+        raise ValueError(f"variant ids must be unique; got {', '.join(seen)}")
+    for v in registry:
+        for src in (v.rule.hypothesis + v.rule.exact) if v.rule else ():
+            if src not in seen or get(src, registry).rule is not None:
+                raise ValueError(f"variant {v.id!r}: its rule names {src!r}, which is not a variant "
+                                 "with steps of its own; allowed: "
+                                 + ", ".join(u.id for u in registry if u.rule is None))
+
+
+def traffic(v: Variant, payload_B, dense_B, n, dcs=2.0, topology=0.0, where=np.where) -> Traffic:
+    """Bytes per sync of variant ``v`` with ``payload_B`` bytes of payload per worker.
+
+    Args:
+      v: the variant.
+      payload_B: its payload per worker, B.
+      dense_B: the dense delta G, B (the in-network variant sends it to the switch).
+      n: workers per DC; dcs: K, the number of DCs.
+      topology: 0 for a ring, 1 for a mesh (index in :data:`TOPOLOGIES`), a number or an array.
+      where: the elementwise select (``jnp.where`` inside jit; NumPy's by default).
+
+    Works on floats and arrays alike (the table of the module docstring).
     """
+    K = dcs
+    mesh = topology == 1
     zero = 0.0 * payload_B
-    N = 2 * n
+    links = where(mesh, K * (K - 1), K)
+    reduce_link = where(mesh, 2 * payload_B / K, 2 * (K - 1) / K * payload_B)
+    reduce_hops = where(mesh, 2.0, 2 * (K - 1))
     if v.collective == "ring_allreduce":
-        return Traffic(2 * (n - 1) / n * payload_B, zero, payload_B, payload_B / n)
+        return Traffic(2 * (n - 1) / n * payload_B, zero, reduce_link,
+                       2 * (K - 1) / K * payload_B / n, links, reduce_hops)
     if v.collective == "allgather":
-        on_link = (N - 1) * payload_B
+        on_link = (K * n - 1) * payload_B
         port, qsfp = (on_link, zero) if v.link == "port" else (zero, on_link)
-        return Traffic(port, qsfp, N / 2 * payload_B, zero)
-    if v.collective == "in_network":
-        return Traffic(dense_B + zero, 2 * payload_B, payload_B, zero)
-    raise ValueError(f"collective = {v.collective!r} is not known; allowed: ring_allreduce, "
-                     "allgather, in_network")
+        return Traffic(port, qsfp, where(mesh, n * payload_B, (K - 1) * n * payload_B), zero,
+                       links, where(mesh, 1.0, K - 1))
+    # in_network: the dense delta to the switch, the summed band (and the worker's own) back
+    return Traffic(dense_B + zero, 2 * payload_B, reduce_link, zero, links, reduce_hops)

@@ -20,6 +20,7 @@ def scenario_numbers(sc) -> dict:
     from bandjax.scenario import FIELDS
 
     out = {k: float(getattr(sc, k)) for k in FIELDS}
+    out["gpu_compute_s"] = float(sc.gpu_compute_s)  # c = 6 P T / R, derived (model.md s13)
     out["fixed_s"] = [float(sc.fixed_s[v]) for v in _v.IDS]
     return out
 

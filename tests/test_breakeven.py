@@ -80,8 +80,11 @@ def test_never_and_not_measured_statuses():
     assert be.break_even(at6, "E", "E'", basis="hypothesis").at()["status"] == "neither_reaches_target"
     at7 = REF.replace(enob=7.0)  # not measured: no answer
     assert be.break_even(at7, "E", "adamw").at()["status"] == "not_available"
-    # On the exact basis E' has the exact band's steps at any ENOB.
-    assert be.break_even(at6, "E'", "adamw", basis="exact").at()["status"] == "crosses"
+    # On the exact basis E' takes max(E's, the exact band's) (amended model.md s6): never at 6,
+    # not available at 7, and at 8 the exact band's 2,667, so it still crosses AdamW.
+    assert be.break_even(at6, "E'", "adamw", basis="exact").at()["status"] == "b_wins_throughout"
+    assert be.break_even(at7, "E'", "adamw", basis="exact").at()["status"] == "not_available"
+    assert be.break_even(REF, "E'", "adamw", basis="exact").at()["status"] == "crosses"
 
 
 def test_vectorised_over_a_grid_matches_point_by_point():

@@ -36,7 +36,7 @@ def resolved_elasticity(sc, a, b, name, *, over="bandwidth", basis="hypothesis",
 
 PAIRS = [("band_switch", "adamw", "hypothesis"), ("band_switch", "adamw", "exact"),
          ("band_gpu_allreduce", "topk", "hypothesis"), ("band_pluggable", "band_gpu", "hypothesis")]
-NAMES = ["params", "gpu_compute_s", "workers_per_dc", "worker_port_Bps", "qsfp_port_Bps",
+NAMES = ["params", "gpu_peak_FLOPs", "workers_per_dc", "worker_port_Bps", "qsfp_port_Bps",
          "optics_Sps", "fpga_Bps", "band_fraction", "enob", "sync_every_H", "steps_a", "steps_b"]
 
 
@@ -47,6 +47,9 @@ def test_bandwidth_elasticities_match_finite_differences(a, b, basis):
     for name in [*NAMES, "budget_FLOPs", f"fixed_s.{a}", f"fixed_s.{b}"]:
         fd = resolved_elasticity(sc, a, b, name, basis=basis)
         assert float(e[name][0]) == pytest.approx(fd, rel=1e-5, abs=1e-8), name
+    # c depends on peak x utilisation only (model.md s13), so their elasticities are equal; the
+    # reference utilisation is 1, its upper bound, so it has no central difference of its own.
+    assert float(e["utilisation"][0]) == pytest.approx(float(e["gpu_peak_FLOPs"][0]), rel=1e-12, abs=1e-15)
 
 
 def test_budget_elasticity_is_zero_at_free_and_sums_are_homogeneous():
@@ -94,7 +97,7 @@ def test_gradients_of_random_crossings_match_finite_differences(fields, basis):
     r, e = sensitivity.elasticities(sc, "E'", "C", basis=basis)
     if not np.isfinite(r.x[0]):
         return
-    for name in ("optics_Sps", "qsfp_port_Bps", "gpu_compute_s", "steps_a"):
+    for name in ("optics_Sps", "qsfp_port_Bps", "gpu_peak_FLOPs", "steps_a"):
         fd = resolved_elasticity(sc, "band_switch", "band_gpu", name, basis=basis)
         assert float(e[name][0]) == pytest.approx(fd, rel=1e-5, abs=1e-8), name
 

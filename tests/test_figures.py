@@ -94,3 +94,30 @@ def test_missing_results_are_named_in_the_markdown(tmp_path):
     md = figures.markdown(res)
     assert md.count("*Not available yet:*") == 5
     assert "shared_wan_trace" not in [e["id"] for e in res["figures"]]
+
+
+def test_variant_colours_follow_the_registry(monkeypatch):
+    """A variant added to the registry gets its own colour (and legend entry), never another's."""
+    from dataclasses import replace
+
+    seventh = replace(bj.variants.VARIANTS[0], id="seventh", label="a seventh way", short="G")
+    monkeypatch.setattr(bj.variants, "VARIANTS", (*bj.variants.VARIANTS, seventh))
+    colors = figures.variant_colors()
+    assert list(colors) == [v.short for v in bj.variants.VARIANTS]
+    assert len(set(colors.values())) == len(colors) == 7
+    assert figures.variant_colors()["AdamW"] == figures.PALETTE[0]  # the first keeps its colour
+    assert "a seventh way" in figures._label_expr()
+
+
+def test_names_cover_every_scenario_field():
+    """names.py names every field of the scenario, with the unit the scenario files use."""
+    from bandjax import names
+    from bandjax.scenario import FIELDS
+
+    assert set(FIELDS) <= set(names.NAMES)
+    assert names.label("optics_Sps") == "optics sample rate (GS/s)"
+    # 7e9 S/s is 7 GS/s (model.md section 2); scale from SI exact to 1e-12
+    assert names.value("optics_Sps", 7e9) == "7 GS/s"
+    assert names.NAMES["gpu_compute_s"].scale == pytest.approx(1e3, rel=1e-12)
+    assert names.label("fixed_s.band_switch") == "fixed time d of E' (ms)"
+    assert all(n.name and "_" not in n.name for n in names.NAMES.values())

@@ -11,13 +11,19 @@ from bandjax.metrics import steps_to_target, time_to_target_s
 from bandjax.scenario import FIELDS
 from bandjax.step import step_s
 
-# At [low] the module's compute binds, so the budget has a non-zero derivative.
-BASE = bandjax.reference().replace(budget_FLOPs=10e9)
+# At [low] the module's compute binds, so the budget has a non-zero derivative. Utilisation,
+# overlap and latency are moved inside their ranges (utilisation <= 1, the others >= 0) so that
+# central differences stay allowed; the GPU peak is doubled to keep c at the study's.
+REF = bandjax.reference()
+BASE = REF.replace(budget_FLOPs=10e9, utilisation=0.5, gpu_peak_FLOPs=2 * REF.gpu_peak_FLOPs,
+                   overlap_fraction=0.1, wan_latency_s=1e-4)
+# K and the topology are whole numbers (a ring or a mesh of whole DCs): no derivative.
+DISCRETE = ("dcs", "topology")
 STEPS = jnp.asarray(steps_to_target(BASE))
 # Fields the step or the time to target depends on (energy-only and report fields excluded).
 STEP_FIELDS = [f for f in FIELDS if f not in (
     "tokens_per_worker", "flops_per_param_token", "budget_low_FLOPs", "budget_high_FLOPs",
-    "gpu_static_W", "gpu_J_per_FLOP", "link_J_per_bit", "wan_J_per_bit", "module_W")]
+    "gpu_static_W", "gpu_J_per_FLOP", "link_J_per_bit", "wan_J_per_bit", "module_W", *DISCRETE)]
 
 
 def _along(field):
@@ -38,7 +44,7 @@ def test_gradient_with_respect_to_every_leaf_at_once():
         return jnp.sum(time_to_target_s(sc, STEPS)) + jnp.sum(step_s(sc))
 
     grads = jax.grad(total)(jax.tree.map(jnp.asarray, BASE))
-    for field in FIELDS:  # fields the times do not depend on must have a zero gradient
+    for field in (f for f in FIELDS if f not in DISCRETE):  # fields the times do not depend on must have a zero gradient
         h = 1e-6 * getattr(BASE, field)
         up = total(BASE.replace(**{field: getattr(BASE, field) + h}))
         down = total(BASE.replace(**{field: getattr(BASE, field) - h}))
@@ -53,3 +59,16 @@ def test_gradient_with_respect_to_every_leaf_at_once():
 def test_gradient_with_respect_to_steps():
     g = jax.grad(lambda s: jnp.sum(time_to_target_s(BASE, s)))(STEPS)
     np.testing.assert_allclose(g, np.asarray(step_s(BASE)), rtol=1e-14)
+
+
+def test_step_derivative_in_P_includes_compute():
+    """Everything but d scales with P (model.md s9, s13: c = 6 P T / R too), so at the reference
+    d step / dP = (step - d) / P for every variant."""
+    sc = jax.tree.map(jnp.asarray, bandjax.reference())
+    jac = jax.jacfwd(lambda P: step_s(sc.replace(params=P)))(sc.params)
+    step = np.asarray(step_s(sc))
+    d = np.array([float(sc.fixed_s[v]) for v in sc.ids])
+    np.testing.assert_allclose(np.asarray(jac), (step - d) / float(sc.params), rtol=1e-12)
+    # and the compute's own share: dc/dP = c / P
+    assert float(jax.grad(lambda P: sc.replace(params=P).gpu_compute_s)(sc.params)) == pytest.approx(
+        0.4918e-3 / 7_916_736, rel=1e-14)

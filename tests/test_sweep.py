@@ -64,8 +64,11 @@ def test_nan_with_status_where_no_time_exists():
     # ENOB 6 was measured and never trains (model.md s6): E never, E' never on the hypothesis basis
     assert int(status.sel(enob=6, basis="hypothesis", variant="band_pluggable")) == NEVER
     assert int(status.sel(enob=6, basis="hypothesis", variant="band_switch")) == NEVER
-    # on the exact basis E' takes the exact band's steps, so it has a time
-    assert int(status.sel(enob=6, basis="exact", variant="band_switch")) == OK
+    # on the exact basis E' takes max(E's, the exact band's) (amended model.md s6): never at 6,
+    # 2,667 at 8, not available at 7
+    assert int(status.sel(enob=6, basis="exact", variant="band_switch")) == NEVER
+    assert int(status.sel(enob=7, basis="exact", variant="band_switch")) == NOT_MEASURED
+    assert float(ds["steps_to_target"].sel(enob=8, basis="exact", variant="band_switch")) == 2667
     # ENOB 7 was not measured: not available, never invented
     assert int(status.sel(enob=7, basis="hypothesis", variant="band_pluggable")) == NOT_MEASURED
     t = ds["time_to_target_s"]

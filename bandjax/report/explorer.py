@@ -24,6 +24,7 @@ from . import figures as _figures
 from . import views as _views
 
 PAGE = "explorer.html"
+NARROW_PX = 1100  # below this window width the charts' legends go below their plots
 # Signals each chart may read; a chart gets a signal only if its spec declares it.
 SIGNALS = ("basis", "enob", "budget", "bwi", "tj")
 
@@ -61,11 +62,15 @@ def _declared(spec: dict) -> list[str]:
 def _table(t: dict | None) -> str:
     if not t:
         return ""
+    nowrap = set(t.get("nowrap", ()))  # columns whose cells stay on one line (a value and its unit)
+
+    def td(j, c):
+        return f'<td{" class=nowrap" if j in nowrap else ""}>{html.escape(str(c))}</td>'
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in t["columns"])
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
-                   for row in t["rows"])
-    return (f'<table class="data"><caption>{html.escape(t.get("caption", ""))}</caption>'
-            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+    body = "".join("<tr>" + "".join(td(j, c) for j, c in enumerate(row)) + "</tr>" for row in t["rows"])
+    # a wide table scrolls inside its own box, never the page
+    return (f'<div class="table-box"><table class="data"><caption>{html.escape(t.get("caption", ""))}'
+            f"</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")
 
 
 def _generic_table(x) -> str:
@@ -88,10 +93,18 @@ def _cell(v) -> str:
     return "n/a" if v is None else str(v)
 
 
-def _words(view: _views.View) -> str:
+def _conclusions(sentences: list[str]) -> str:
+    return "".join(f'<p class="conclusion"><b>Conclusion.</b> {html.escape(c)}</p>' for c in sentences)
+
+
+def _words(view: _views.View, initial: dict) -> str:
     out = []
-    for c in view.conclusion:
-        out.append(f'<p class="conclusion"><b>Conclusion.</b> {html.escape(c)}</p>')
+    if view.by_setting:
+        # the sentences at the controls' setting; the page swaps them when a control changes
+        shown = view.by_setting[_views.setting_key(initial)] + view.settled
+        out.append(f'<div class="conclusions" data-view="{view.key}">{_conclusions(shown)}</div>')
+    else:
+        out.append(_conclusions(view.conclusion))
     for m in view.missing:
         out.append(f'<p class="missing"><b>Not available yet.</b> {html.escape(m)}</p>')
     if view.assumptions:
@@ -143,6 +156,8 @@ section { background:#fff; border:1px solid var(--line); border-radius:6px; padd
           margin:18px 0; }
 section h2 { font-size:18px; margin:2px 0 10px; }
 .chart { overflow-x:auto; min-height:60px; }
+/* vega-embed makes its element inline-block; a chart of width "container" needs a block */
+.chart.vega-embed { display:block; width:100%; }
 .player { display:flex; align-items:center; gap:12px; margin:4px 0 8px; }
 .player input[type=range] { width:360px; }
 .player button { font:inherit; padding:3px 12px; min-width:88px; }
@@ -156,6 +171,8 @@ table.data th:first-child { text-align:left; }
 table.data caption { caption-side:bottom; text-align:left; color:var(--muted); font-size:12.5px;
                      padding-top:4px; }
 p.conclusion { margin:8px 0; }
+.table-box { overflow-x:auto; max-width:100%; }
+td.nowrap { white-space:nowrap; }
 p.missing { margin:8px 0; padding:6px 10px; background:#fff6e0; border-left:3px solid #e0a800; }
 .assumptions { color:var(--muted); font-size:13px; margin-top:8px; }
 .assumptions ul { margin:2px 0 0; padding-left:20px; }
@@ -215,6 +232,18 @@ function updateTrace() {
   el.innerHTML = 't = ' + Number(rows[0].t_ms.toPrecision(4)) + ' ms: '
       + rows.map(r => r.series.replace(/ \(MB\)$/, '') + ' ' + Number(r.value.toPrecision(3)) + ' ' + r.unit).join(', ');
 }
+function escapeHtml(s) {
+  return s.replace(/[&<>"]/g, c => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;'}[c]));
+}
+function updateConclusions() {
+  const key = ['enob', 'budget', 'basis'].map(c => STATE[c]).join('|');
+  for (const el of document.querySelectorAll('div.conclusions')) {
+    const c = PAGE.conclusions[el.dataset.view];
+    el.innerHTML = (c.by[key] || []).concat(c.settled).map(
+        s => '<p class="conclusion"><b>Conclusion.</b> ' + escapeHtml(s) + '</p>').join('');
+  }
+}
+function onControl() { updateBandwidth(); updateConclusions(); }
 function player(button, signal, n, update, stepMs) {
   let timer = null;
   button.addEventListener('click', () => {
@@ -230,12 +259,16 @@ function player(button, signal, n, update, stepMs) {
 }
 async function main() {
   Object.assign(STATE, PAGE.initial);
+  // on a narrow screen the legends go below the plots, which then take the full width
+  const narrow = window.innerWidth < NARROW_PX;
   for (const [id, spec] of Object.entries(SPECS)) {
+    if (narrow) spec.config = {...spec.config, legend: {...(spec.config || {}).legend, orient: 'bottom',
+                                                        direction: 'vertical'}};
     const res = await vegaEmbed('#chart-' + id, spec, {actions: false, renderer: 'svg'});
     VIEWS[id] = res.view;
   }
   for (const sel of document.querySelectorAll('select[data-signal]')) {
-    sel.addEventListener('change', () => setSignal(sel.dataset.signal, sel.value).then(updateBandwidth));
+    sel.addEventListener('change', () => setSignal(sel.dataset.signal, sel.value).then(onControl));
   }
   if (SPECS.bandwidth) {
     const n = PAGE.grid_GBps.length;
@@ -271,9 +304,10 @@ def page(scenario: Scenario | None = None, results: dict | None = None) -> str:
     ctl = _views.controls(sc)
     page_data = {
         "grid_GBps": bw.data["grid_GBps"],
-        "names": dict(_figures.NAMES),
+        "names": {v.short: _views.legend_name(v) for v in _v.VARIANTS},
         "budget_names": {v: label for v, label in ctl["budget"]["options"]},
         "initial": {**{c: ctl[c]["value"] for c in _views.CONTROLS}, "bwi": bw.data["start"], "tj": 0},
+        "conclusions": {v.key: {"by": v.by_setting, "settled": v.settled} for v in views if v.by_setting},
     }
     sections = []
     for n, view in enumerate(views, start=1):
@@ -299,7 +333,7 @@ def page(scenario: Scenario | None = None, results: dict | None = None) -> str:
             table = view.data.get("sensitivity_table")
             body.append("<h3>Sensitivities</h3>" + (_table(table) if table else
                                                      _generic_table(view.data["sensitivity"])))
-        body.append(_words(view))
+        body.append(_words(view, page_data["initial"]))
         sections.append(f'<section id="{view.key}"><h2>{n}. {html.escape(view.title)}</h2>\n'
                         + "\n".join(b for b in body if b) + "</section>")
     key = "; ".join(html.escape(_views.name(v)) for v in _v.IDS)
@@ -325,6 +359,7 @@ def page(scenario: Scenario | None = None, results: dict | None = None) -> str:
 const SPECS = {_json_script(specs)};
 const SIGNALS_OF = {_json_script(signals)};
 const PAGE = {_json_script(page_data)};
+const NARROW_PX = {NARROW_PX};
 {JS}
 </script>
 </body></html>

@@ -26,10 +26,20 @@ FIGURES_DIR = "figures"
 
 WIDTH = 560  # one panel, px
 HEIGHT = 300
-# One colour per variant, the same on every chart (Tableau 10).
-VARIANT_COLORS = ("#4c78a8", "#f58518", "#54a24b", "#b79a20", "#e45756", "#b279a2")
-SHORTS = [_v.get(v).short for v in _v.IDS]
-NAMES = {_v.get(v).short: _views.name(v) for v in _v.IDS}
+# Variant colours, by position in the registry, the same on every chart: Tableau 10's, then
+# Tableau 20's lighter ones, so twenty variants each get their own.
+PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#b79a20", "#e45756", "#b279a2", "#72b7b2", "#ff9da6",
+           "#9d755d", "#bab0ac", "#9ecae9", "#ffbf79", "#88d27a", "#f2cf5b", "#ff9d98", "#d6a5c9",
+           "#83bcb6", "#fcbfd2", "#d8b5a5", "#79706e")
+PADDING_PX = 10
+ENGINE_LEGEND = "event engine, with its 95% interval"
+APPROX_LEGEND = "queueing approximation"
+DOTS_LEGEND = "shared-WAN engine at load 0 (hollow circles)"  # the y scales keep marks this far inside the plot, so none is cut at its edge
+
+
+def variant_colors() -> dict[str, str]:
+    """Short label -> colour, in the registry's order (read at call time)."""
+    return {v.short: PALETTE[k % len(PALETTE)] for k, v in enumerate(_v.VARIANTS)}
 PART_COLORS = {"compute": "#4c78a8", "network": "#f58518", "modules": "#54a24b"}
 STAGE_COLORS = {"port": "#4c78a8", "optics": "#54a24b", "compute": "#e45756", "fpga": "#b279a2",
                 "module (slowest stage)": "#999999"}
@@ -66,22 +76,37 @@ def _params(interactive: bool, sc: Scenario, extra=()):
 def _variant_color(field="short"):
     """Colour by variant; every layer carries the same legend definition, so Vega-Lite merges
     them into one legend."""
+    colors = variant_colors()
     return alt.Color(f"{field}:N", title="variant",
-                     scale=alt.Scale(domain=SHORTS, range=list(VARIANT_COLORS)),
-                     legend=alt.Legend(labelExpr=_label_expr(), labelLimit=360, orient="right"))
+                     scale=alt.Scale(domain=list(colors), range=list(colors.values())),
+                     legend=alt.Legend(labelExpr=_label_expr(), labelLimit=360))
 
 
 def _label_expr() -> str:
     """Legend labels: the short name expanded to what the variant does."""
-    return f"{json.dumps(NAMES)}[datum.label] || datum.label"
+    names = {v.short: _views.legend_name(v) for v in _v.VARIANTS}
+    return f"{json.dumps(names)}[datum.label] || datum.label"
 
 
-def _log_domain(rows, key) -> list[float] | alt.UndefinedType:
-    """[min, max] of ``key`` over every setting of the controls: the axis stays put when a
-    control or the play button changes what is drawn, and a setting with nothing to draw (a
-    variant that never reaches the target) leaves empty axes rather than none."""
-    values = [r[key] for r in rows if r.get(key) is not None and r[key] > 0]
-    return [min(values), max(values)] if values else alt.Undefined
+def _fitted(rows, key, sc: Scenario, interactive: bool, basis: str | None = None,
+            include=()) -> alt.Scale:
+    """A log scale whose domain is [min, max] of ``key`` over the rows the controls select (and
+    ``include``), padded so no mark sits on an edge. On the page the domain is looked up by the
+    controls' signals from a table of every setting's, so a setting with nothing to draw (a variant
+    that never reaches the target) gets the axes of [1/2, 2] x a lone value rather than an empty extent."""
+    def domain(at):
+        values = [r[key] for r in _views.pick(rows, **at) if r.get(key) is not None and r[key] > 0]
+        values += list(include)
+        lo, hi = (min(values), max(values)) if values else (1.0, 1.0)
+        return [lo, hi] if hi > lo else [lo / 2, hi * 2]
+
+    if interactive:
+        table = {_views.setting_key(at): domain(at) for at in _views.settings(sc)}
+        key = " + '|' + ".join(_views.CONTROLS)  # the signals, joined as setting_key does
+        expr = f"{json.dumps(table)}[{key}]"
+        return alt.Scale(type="log", domain=alt.ExprRef(expr=expr), nice=False, padding=PADDING_PX)
+    return alt.Scale(type="log", domain=domain(_views._at(sc, basis or "hypothesis")), nice=False,
+                     padding=PADDING_PX)
 
 
 def _log_x(title, domain=None):
@@ -91,8 +116,9 @@ def _log_x(title, domain=None):
 
 
 def _finish(chart, title: str | None = None):
+    # legends' place is set here only, so the page can move them below a narrow chart
     chart = chart.configure_axis(labelFontSize=13, titleFontSize=14).configure_legend(
-        labelFontSize=13, titleFontSize=13).configure_header(labelFontSize=13).configure_title(fontSize=15, anchor="start")
+        labelFontSize=13, titleFontSize=13, orient="right").configure_header(labelFontSize=13).configure_title(fontSize=15, anchor="start")
     if title:
         chart = chart.properties(title=title)
     return chart
@@ -119,7 +145,7 @@ def bandwidth_chart(view: _views.View, sc: Scenario, interactive: bool = False):
         sel = _sel(sc, interactive, basis)
         x = _log_x("WAN bandwidth per direction (GB/s, log)", _views.BANDWIDTH_RANGE_GBps)
         y = alt.Y("t_s:Q", title="time to target (s, log)",
-                  scale=alt.Scale(type="log", domain=_log_domain(d["curves"], "t_s")),
+                  scale=_fitted(d["curves"], "t_s", sc, interactive, basis),
                   axis=alt.Axis(format="~g"))
         tooltip = [alt.Tooltip("short:N", title="variant"), alt.Tooltip("GBps:Q", title="GB/s", format=".3g"),
                    alt.Tooltip("t_s:Q", title="time to target (s)", format=".3g"),
@@ -133,8 +159,13 @@ def bandwidth_chart(view: _views.View, sc: Scenario, interactive: bool = False):
                                  fontSize=11).encode(text="label:N", y=alt.value(0))]
         if d["dots"]:
             dots = alt.Chart(alt.NamedData(name="dots")).transform_filter(_filter(sel))
-            layers.append(dots.mark_point(size=90, filled=False, strokeWidth=2, shape="circle").encode(
+            layers.append(dots.transform_calculate(run=f"'{DOTS_LEGEND}'").mark_point(
+                size=90, filled=False, strokeWidth=2).encode(
                 x=x, y=y, color=_variant_color(),
+                shape=alt.Shape("run:N", title="load 0", scale=alt.Scale(
+                    domain=[DOTS_LEGEND], range=["circle"]), legend=alt.Legend(
+                    symbolFillColor="transparent", symbolStrokeColor="#333", symbolStrokeWidth=2,
+                    labelLimit=360)),
                 tooltip=[alt.Tooltip("short:N", title="variant (engine, load 0)"),
                          alt.Tooltip("step_ms:Q", title="step (ms)", format=".4g")]))
         if interactive:
@@ -142,7 +173,7 @@ def bandwidth_chart(view: _views.View, sc: Scenario, interactive: bool = False):
             layers += [at.mark_rule(color="#222", strokeWidth=1.5).encode(x=x),
                        at.mark_point(size=110, filled=True, opacity=1).encode(
                            x=x, y=y, color=_variant_color())]
-        return alt.layer(*layers).properties(width=WIDTH + (120 if interactive else 0), height=HEIGHT + 40)
+        return alt.layer(*layers).properties(width="container" if interactive else WIDTH, height=HEIGHT + 40)
 
     if interactive:
         chart = panel(None).add_params(*_params(True, sc, [alt.param(name="bwi", value=d["start"])]))
@@ -181,7 +212,8 @@ def stages_chart(view: _views.View, sc: Scenario, interactive: bool = False):
     bottom = marks.transform_filter("datum.where === 'bottom'").mark_text(
         align="right", dx=-4, baseline="bottom", fontSize=11, color="#222").encode(
         x="GFLOPs:Q", y=alt.value(HEIGHT - 4), text="label:N")
-    chart = alt.layer(module, stages, rules, top, bottom).properties(width=WIDTH, height=HEIGHT)
+    chart = alt.layer(module, stages, rules, top, bottom).properties(
+        width="container" if interactive else WIDTH, height=HEIGHT)
     be = d["break_even_GFLOPs"]
     mark_rows = [{"GFLOPs": be, "label": f"{be:.1f} GFLOP/s:\ncompute stops binding", "where": "top"}]
     mark_rows += [{"GFLOPs": v, "label": f"[{k}] {v:g}", "where": "bottom"} for k, v in d["marks"].items()]
@@ -199,14 +231,15 @@ def breakeven_chart(view: _views.View, sc: Scenario, interactive: bool = False):
     def panel(basis):
         sel = _sel(sc, interactive, basis)
         x = _log_x("WAN bandwidth per direction (GB/s, log)", _views.BANDWIDTH_RANGE_GBps)
-        y = alt.Y("ratio:Q", title="time to target, first / second (log; below 1 the first wins)",
-                  scale=alt.Scale(type="log", domain=_log_domain(d["ratios"] + [{"ratio": 1.0}], "ratio")),
+        y = alt.Y("ratio:Q", title="time to target, first / second (log)",
+                  scale=_fitted(d["ratios"], "ratio", sc, interactive, basis, include=[1.0]),
                   axis=alt.Axis(format="~g"))
         # colour: the second variant (its colour on every chart); dash: the in-transit first
-        seconds = [v for v in SHORTS if any(r.get("second") == v for r in d["ratios"])]
+        colors = variant_colors()
+        seconds = [v for v in colors if any(r.get("second") == v for r in d["ratios"])]
         color = alt.Color("second:N", title="second variant", scale=alt.Scale(
-            domain=seconds, range=[VARIANT_COLORS[SHORTS.index(v)] for v in seconds]),
-            legend=alt.Legend(labelExpr=_label_expr(), labelLimit=360, orient="right"))
+            domain=seconds, range=[colors[v] for v in seconds]),
+            legend=alt.Legend(labelExpr=_label_expr(), labelLimit=360))
         dash = alt.StrokeDash("first:N", title="first variant", scale=alt.Scale(
             domain=firsts, range=dashes[:len(firsts)]), legend=alt.Legend(symbolStrokeColor="#333",
                                                                           labelExpr=_label_expr(),
@@ -218,15 +251,18 @@ def breakeven_chart(view: _views.View, sc: Scenario, interactive: bool = False):
                                   tooltip=tooltip)
         one = alt.Chart(alt.NamedData(name="one")).mark_rule(color="#444", strokeDash=[4, 4]).encode(
             y="ratio:Q")
-        width = WIDTH if interactive else WIDTH - 140
+        width = "container" if interactive else WIDTH - 140
         layers = [one, lines]
         if d["crossings"]:
             cross = alt.Chart(alt.NamedData(name="crossings")).transform_filter(_filter(sel))
             # values in the tooltip and the table below: labels here would collide
             layers.append(cross.mark_point(shape="diamond", size=130, filled=True, stroke="#222",
                                            strokeWidth=1, opacity=1).encode(
-                x=x, y=y, color=color, tooltip=[
-                    "pair:N", alt.Tooltip("GBps:Q", format=".4g", title="break-even (GB/s)")]))
+                # every crossing is at ratio 1: a datum, so a setting without one adds no field
+                # extent to the y scale (an empty one would be infinite)
+                x=x, y=alt.YDatum(1.0), color=color, tooltip=[
+                    "pair:N", alt.Tooltip("GBps:Q", format=".4g", title="break-even (GB/s)"),
+                    alt.Tooltip("source:N", title="from")]))
         return alt.layer(*layers).properties(width=width, height=HEIGHT)
 
     chart = panel(None).add_params(*_params(True, sc)) if interactive else _hconcat_bases(panel)
@@ -243,21 +279,32 @@ def shared_wan_charts(view: _views.View, sc: Scenario, interactive: bool = False
     if d.get("steps"):
         base = alt.Chart(alt.NamedData(name="steps"))
         x = alt.X("load:Q", title="load of other jobs' traffic (share of the WAN)")
-        y = alt.Y("step_ms:Q", title="mean step time (ms, log)", scale=alt.Scale(type="log"),
+        y = alt.Y("step_ms:Q", title="mean step time (ms, log)",
+                  scale=alt.Scale(type="log", padding=PADDING_PX),
                   axis=alt.Axis(format="~g"))
-        layers = [base.mark_line(point=True).encode(x=x, y=y, color=_variant_color(), tooltip=[
-            alt.Tooltip("short:N", title="variant"), "load:Q",
-            alt.Tooltip("step_ms:Q", format=".4g", title="step (ms)"),
-            alt.Tooltip("lo_ms:Q", format=".4g", title="95% low (ms)"),
-            alt.Tooltip("hi_ms:Q", format=".4g", title="95% high (ms)")])]
+        kinds = [ENGINE_LEGEND] + ([APPROX_LEGEND] if any("approx_ms" in r for r in d["steps"]) else [])
+        dash = alt.StrokeDash("kind:N", title="mean step", scale=alt.Scale(
+            domain=kinds, range=[[1, 0], [5, 3]][:len(kinds)]), legend=alt.Legend(
+            symbolType="stroke", symbolStrokeColor="#333", symbolStrokeWidth=2.5, symbolSize=400,
+            labelLimit=360))
+        engine = base.transform_calculate(kind=f"'{ENGINE_LEGEND}'")
+        layers = [engine.mark_line(point=alt.OverlayMarkDef(size=40), strokeWidth=2).encode(
+            x=x, y=y, color=_variant_color(), strokeDash=dash, tooltip=[
+                alt.Tooltip("short:N", title="variant"), "load:Q",
+                alt.Tooltip("step_ms:Q", format=".4g", title="step (ms)"),
+                alt.Tooltip("lo_ms:Q", format=".4g", title="95% low (ms)"),
+                alt.Tooltip("hi_ms:Q", format=".4g", title="95% high (ms)")])]
         if any(r.get("lo_ms") is not None for r in d["steps"]):
-            layers.append(base.mark_errorbar(ticks=True).encode(
+            layers.append(base.mark_errorbar(ticks=alt.MarkConfig(size=10, strokeWidth=2),
+                                             rule=alt.MarkConfig(strokeWidth=2.5)).encode(
                 x=x, y=alt.Y("lo_ms:Q", title="mean step time (ms, log)"), y2="hi_ms:Q",
                 color=_variant_color()))
-        if any("approx_ms" in r for r in d["steps"]):
-            layers.append(base.mark_line(strokeDash=[3, 3], opacity=0.8).encode(
-                x=x, y="approx_ms:Q", color=_variant_color()))
-        out["steps"] = (_finish(alt.layer(*layers).properties(width=WIDTH, height=HEIGHT)),
+        if len(kinds) > 1:
+            approx = base.transform_calculate(kind=f"'{APPROX_LEGEND}'")
+            layers.append(approx.mark_line(strokeWidth=2.5, opacity=1).encode(
+                x=x, y="approx_ms:Q", color=_variant_color(), strokeDash=dash))
+        out["steps"] = (_finish(alt.layer(*layers).properties(
+            width="container" if interactive else WIDTH, height=HEIGHT)),
                         {"steps": d["steps"]})
     if d.get("trace"):
         meta = d["trace_meta"]
@@ -274,7 +321,8 @@ def shared_wan_charts(view: _views.View, sc: Scenario, interactive: bool = False
             params = [alt.param(name="tj", value=0)]
         title = (f"trace: {_views.short(meta['variant']) if meta.get('variant') in _v.IDS else meta.get('variant')}"
                  f", load {meta.get('load')}, {meta.get('GBps')} GB/s")
-        chart = alt.layer(*layers).properties(width=WIDTH, height=HEIGHT - 60, title=title)
+        chart = alt.layer(*layers).properties(width="container" if interactive else WIDTH,
+                                              height=HEIGHT - 60, title=title)
         if params:
             chart = chart.add_params(*params)
         out["trace"] = (_finish(chart), {"trace": d["trace"]})
@@ -288,7 +336,7 @@ def model_chart(view: _views.View, sc: Scenario, interactive: bool = False):
     sel = _sel(sc, interactive)
     chart = alt.Chart(alt.NamedData(name="bars")).transform_filter(
         _filter(sel, ("enob", "budget"))).mark_bar().encode(
-        x=alt.X("bar:N", title=None, sort=_views.bar_order(), axis=alt.Axis(labelAngle=-40)),
+        x=alt.X("bar:N", title=None, sort=_views.bar_order(sc), axis=alt.Axis(labelAngle=-40)),
         y=alt.Y("t_s:Q", title="time to target (s, log)", scale=alt.Scale(type="log"),
                 axis=alt.Axis(format="~g"), stack=None),
         color=_variant_color(),
@@ -296,7 +344,7 @@ def model_chart(view: _views.View, sc: Scenario, interactive: bool = False):
                           header=alt.Header(labelLimit=0, titleFontSize=13)),
         tooltip=[alt.Tooltip("bar:N", title="variant"), "model:N",
                  alt.Tooltip("t_s:Q", format=".3g", title="time to target (s)"), "status:N"],
-    ).properties(width=150, height=HEIGHT - 40)
+    ).properties(width=125, height=HEIGHT - 40)
     if interactive:
         chart = chart.add_params(*_params(True, sc))
     return _finish(chart), {"bars": view.data["bars"]}
@@ -314,12 +362,12 @@ def h_chart(view: _views.View, sc: Scenario, interactive: bool = False):
                     scale=alt.Scale(type="log", domain=[_views.H_VALUES[0], _views.H_VALUES[-1]], nice=False),
                     axis=alt.Axis(format="~g")),
             y=alt.Y("t_s:Q", title="time to target (s, log)",
-                    scale=alt.Scale(type="log", domain=_log_domain(view.data["curves"], "t_s")),
+                    scale=_fitted(view.data["curves"], "t_s", sc, interactive, basis),
                     axis=alt.Axis(format="~g")),
             color=_variant_color(),
             tooltip=[alt.Tooltip("short:N", title="variant"), "H:Q",
                      alt.Tooltip("t_s:Q", format=".3g", title="time to target (s)")],
-        ).properties(width=WIDTH + (120 if interactive else -140), height=HEIGHT)
+        ).properties(width="container" if interactive else WIDTH - 140, height=HEIGHT)
 
     chart = panel(None).add_params(*_params(True, sc)) if interactive else _hconcat_bases(panel)
     return _finish(chart), {"curves": view.data["curves"]}
@@ -336,19 +384,19 @@ def energy_chart(view: _views.View, sc: Scenario, interactive: bool = False):
     per_step = alt.Chart(alt.NamedData(name="per_step")).transform_filter(
         _filter(sel, ("enob", "budget"))).transform_calculate(
         order=f"indexof({json.dumps(list(PART_COLORS))}, datum.part)").mark_bar().encode(
-        x=alt.X("short:N", title=None, sort=SHORTS, axis=alt.Axis(labelAngle=0)),
+        x=alt.X("short:N", title=None, sort=list(variant_colors()), axis=alt.Axis(labelAngle=0)),
         y=alt.Y("J:Q", title="energy per step (J)"), color=color, order=order,
         tooltip=[alt.Tooltip("short:N", title="variant"), "part:N",
                  alt.Tooltip("J:Q", format=".4g", title="J")],
-    ).properties(width=300, height=HEIGHT - 20, title="per step")
+    ).properties(width=250, height=HEIGHT - 20, title="per step")
     to_target = alt.Chart(alt.NamedData(name="to_target")).transform_filter(
         _filter(sel, ("enob", "budget"))).transform_calculate(
         order=f"indexof({json.dumps(list(PART_COLORS))}, datum.part)").mark_bar().encode(
-        x=alt.X("bar:N", title=None, sort=_views.bar_order(), axis=alt.Axis(labelAngle=-40)),
+        x=alt.X("bar:N", title=None, sort=_views.bar_order(sc), axis=alt.Axis(labelAngle=-40)),
         y=alt.Y("kJ:Q", title="energy to target (kJ)"), color=color, order=order,
         tooltip=[alt.Tooltip("bar:N", title="variant"), "part:N",
                  alt.Tooltip("kJ:Q", format=".4g", title="kJ")],
-    ).properties(width=340, height=HEIGHT - 20, title="to target")
+    ).properties(width=290, height=HEIGHT - 20, title="to target")
     chart = alt.hconcat(per_step, to_target, spacing=40)
     if interactive:
         chart = chart.add_params(*_params(True, sc))

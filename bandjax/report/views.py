@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import names as _names
 from .. import variants as _v
 from ..grid import sweep
 from ..metrics import NEVER, NOT_MEASURED, OK
@@ -33,10 +34,6 @@ H_VALUES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 STATUS = {OK: "ok", NEVER: "never reaches the target", NOT_MEASURED: "not measured"}
 ENERGY_PARTS = ("compute", "network", "modules")
 BUDGET_LABELS = ("free", "low", "high")
-# Pairs whose ratio the break-even view draws when the break-even section has not named any:
-# each in-transit variant against the dense baseline and the best conventional compressor.
-DEFAULT_PAIRS = (("band_switch", "adamw"), ("band_switch", "topk"),
-                 ("band_pluggable", "adamw"), ("band_pluggable", "topk"))
 
 
 @dataclass
@@ -47,9 +44,47 @@ class View:
     title: str
     data: dict = field(default_factory=dict)  # name -> list of row dicts (or other JSON)
     table: dict | None = None  # {"columns": [...], "rows": [[...], ...], "caption": str}
-    conclusion: list[str] = field(default_factory=list)
+    conclusion: list[str] = field(default_factory=list)  # at the scenario's setting
+    # the conclusion at each setting of the controls ("enob|budget|basis" -> sentences), for a
+    # section whose conclusion depends on them; the page shows the one the controls select
+    by_setting: dict[str, list[str]] = field(default_factory=dict)
+    settled: list[str] = field(default_factory=list)  # sentences that hold at every setting
+
+    def say(self, sentence: str) -> None:
+        """A conclusion that does not depend on the controls."""
+        self.conclusion.append(sentence)
+        self.settled.append(sentence)
     assumptions: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------------------ the registry
+# What the views ask of the variant registry, answered from the variants' fields and the
+# scenario's steps, never from a variant's id.
+
+
+def comparison_pairs() -> list[tuple[str, str]]:
+    """Pairs the break-even view compares: each in-transit variant against each that is not."""
+    return [(a.id, b.id) for a in _v.VARIANTS if a.in_transit for b in _v.VARIANTS if not b.in_transit]
+
+
+def baseline() -> str:
+    """The variant others are measured against: the first dense one in the registry."""
+    return next((v.id for v in _v.VARIANTS if v.payload == "dense"), _v.IDS[0])
+
+
+def basis_dependent(sc: Scenario) -> tuple[str, ...]:
+    """Variants whose steps to target depend on the steps basis, read from the scenario's steps."""
+    enobs = sc.steps.measured_enobs() or (float(sc.enob),)
+
+    def differs(vid, e):
+        a, b = (sc.steps.lookup(vid, float(e), basis) for basis in BASES)
+        return not (a == b or (math.isnan(a) and math.isnan(b)))
+    return tuple(vid for vid in _v.IDS if any(differs(vid, e) for e in enobs))
+
+
+def is_band(vid: str) -> bool:
+    return _v.get(vid).payload.startswith("band")
 
 
 # ------------------------------------------------------------------------------ formatting
@@ -61,7 +96,10 @@ def short(vid: str) -> str:
 
 def name(vid: str) -> str:
     """The legend name of a variant: its short label and what it does."""
-    v = _v.get(vid)
+    return legend_name(_v.get(vid))
+
+
+def legend_name(v: _v.Variant) -> str:
     return v.short if v.short == v.label else f"{v.short}: {v.label}"
 
 
@@ -167,6 +205,33 @@ def _control_sweep(sc: Scenario, quantities, **axes):
 def _labels(sc: Scenario) -> dict[str, list[str]]:
     c = controls(sc)
     return {k: [o[0] for o in c[k]["options"]] for k in CONTROLS}
+
+
+def settings(sc: Scenario) -> list[dict]:
+    """Every setting of the controls, as {"enob", "budget", "basis"} labels."""
+    labels = _labels(sc)
+    return [dict(zip(CONTROLS, combo)) for combo in itertools.product(*(labels[c] for c in CONTROLS))]
+
+
+def setting_key(at: dict) -> str:
+    return "|".join(at[c] for c in CONTROLS)
+
+
+def _conclude(view: View, sc: Scenario, words) -> None:
+    """Fill ``view.by_setting`` with ``words(at)`` at every setting, and ``view.conclusion`` with
+    the words at the scenario's setting: the hypothesis basis's, then the exact basis's that differ."""
+    view.by_setting = {setting_key(at): words(at) for at in settings(sc)}
+    hyp = view.by_setting[setting_key(_at(sc, "hypothesis"))]
+    exa = view.by_setting[setting_key(_at(sc, "exact"))]
+    view.conclusion += ([s if s in exa else _tagged(s, "hypothesis basis") for s in hyp]
+                        + [_tagged(s, "exact basis") for s in exa if s not in hyp])
+
+
+def _tagged(sentence: str, tag: str) -> str:
+    """``sentence`` with ``tag`` in its closing parenthesis, or a new one."""
+    if sentence.endswith(")."):
+        return f"{sentence[:-2]}; {tag})."
+    return f"{sentence[:-1]} ({tag})."
 
 
 def _depends(arrays: list[np.ndarray], axis: int) -> bool:
@@ -279,33 +344,14 @@ def bandwidth_view(sc: Scenario, results: dict) -> View:
     view.data = {"curves": rows, "grid_GBps": [_num(g) for g in grid], "start": i0,
                  "scenario_GBps": _num(wan), "dots": []}
 
-    for basis in BASES:
-        at = pick([r for r in rows if r["i"] == i0], **_at(sc, basis))
-        ranked = sorted((r for r in at if r["t_s"] is not None), key=lambda r: r["t_s"])
-        if not ranked:
-            continue
-        best = ranked[0]
-        bands = [r for r in ranked if _v.get(r["variant"]).payload.startswith("band")]
-        text = (f"At the scenario's {fmt_GBps(wan)} on the {basis} basis, {best['short']} reaches "
-                f"the target first ({fmt_s(best['t_s'])})")
-        if bands and bands[0] is not best:
-            text += (f"; the fastest band variant, {bands[0]['short']}, takes {fmt_s(bands[0]['t_s'])}"
-                     f" ({bands[0]['t_s'] / best['t_s']:.2f}x)")
-        segs = _segments(pick(rows, **_at(sc, basis)), grid)
-        if len(segs) > 1:
-            text += ". Across 0.1 to 1,000 GB/s the winner changes: " + "; ".join(
-                f"{w} from {g3(a)} to {g3(b)} GB/s" for w, a, b in segs)
-        else:
-            text += f". {segs[0][0]} wins across the whole range, 0.1 to 1,000 GB/s"
-        view.conclusion.append(text + f" (on the sweep's grid, {POINTS_PER_DECADE} points a decade).")
-
+    _conclude(view, sc, lambda at: _bandwidth_words(rows, grid, i0, at))
     sw = results.get("shared_wan")
     points = sw.get("load0_points") if isinstance(sw, dict) else None
     if points:
         dots, dev = _load0_dots(sc, points, rows)
         view.data["dots"] = dots
         if dev is not None:
-            view.conclusion.append(
+            view.say(
                 f"The shared-WAN engine's {len(dots)} runs at load 0 (dots) sit on the curves: "
                 f"their step times differ from the closed forms by at most {dev:.2g} (relative).")
     else:
@@ -316,10 +362,42 @@ def bandwidth_view(sc: Scenario, results: dict) -> View:
         "E' takes E's steps on the hypothesis basis and the exact band's on the exact basis.",
         "The fixed time d per variant is calibrated to the study's recorded step times.",
         "The WAN carries only this job (the shared-WAN section drops this).",
-        f"Conclusions are at the scenario's setting: {setting_text(sc)}; the controls change the "
-        "curves and the readout.",
+        "The conclusions follow the controls; the report's are at the scenario's setting: "
+        f"{setting_text(sc)}.",
     ]
     return view
+
+
+def _bandwidth_words(rows, grid, i0, at) -> list[str]:
+    """Who reaches the target first at the scenario's bandwidth, and where the winner changes."""
+    ranked = sorted((r for r in pick([r for r in rows if r["i"] == i0], **at) if r["t_s"] is not None),
+                    key=lambda r: r["t_s"])
+    g = f"the scenario's {fmt_GBps(grid[i0])}"
+    if not ranked:
+        return [f"At {g} no variant reaches the target."]
+    best = ranked[0]
+    words = [f"At {g}, {best['short']} reaches the target first ({fmt_s(best['t_s'])})."]
+    bands = [r for r in ranked if is_band(r["variant"])]
+    if bands and bands[0] is not best:
+        words.append(f"The fastest band variant, {bands[0]['short']}, takes {fmt_s(bands[0]['t_s'])} "
+                     f"({bands[0]['t_s'] / best['t_s']:.2f}x).")
+    for status in (STATUS[NEVER], STATUS[NOT_MEASURED]):
+        names = [r["short"] for r in pick([r for r in rows if r["i"] == i0], **at) if r["status"] == status]
+        if names:
+            words.append(f"{_and(names)}: {status} at this ENOB.")
+    segs = _segments(pick(rows, **at), grid)
+    if len(segs) > 1:
+        words.append("Across 0.1 to 1,000 GB/s the winner changes: " + "; ".join(
+            f"{w} from {g3(a)} to {g3(b)} GB/s" for w, a, b in segs)
+            + f" (on the sweep's grid, {POINTS_PER_DECADE} points a decade).")
+    else:
+        words.append(f"{segs[0][0]} wins across the whole range, 0.1 to 1,000 GB/s.")
+    return words
+
+
+def _and(names: list[str]) -> str:
+    """'A', 'A and B', 'A, B and C'."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _load0_dots(sc: Scenario, points: list[dict], curve_rows: list[dict]):
@@ -409,25 +487,15 @@ def _drawn(a: str, b: str) -> bool:
     return _v.get(a).in_transit and not _v.get(b).in_transit
 
 
-def _basis_words(basis) -> str:
-    return f" ({basis} basis)" if basis else ""
-
-
-def breakeven_view(sc: Scenario, results: dict, bandwidth: View) -> View:
-    view = View("breakeven", "Break-even: ratio of times to target against bandwidth")
-    entries = results.get("break_even_GBps")
-    pairs = list(dict.fromkeys((e["a"], e["b"]) for e in entries)) if entries else list(DEFAULT_PAIRS)
-    pairs = [p for p in pairs if _drawn(*p)] or pairs
-    curves = bandwidth.data["curves"]
-    index = {}
-    for r in curves:
+def _ratio_rows(sc: Scenario, pairs, bandwidth: View) -> list[dict]:
+    """Ratio of the first's time to target to the second's, at every bandwidth and setting."""
+    index: dict = {}
+    for r in bandwidth.data["curves"]:
         index.setdefault((r["variant"], r["i"]), []).append(r)
-    labels = _labels(sc)
     rows = []
     for a, b in pairs:
         for i in range(len(bandwidth.data["grid_GBps"])):
-            for enob, budget, basis in itertools.product(*(labels[c] for c in CONTROLS)):
-                sel = {"enob": enob, "budget": budget, "basis": basis}
+            for sel in settings(sc):
                 ra = pick(index.get((a, i), []), **sel)
                 rb = pick(index.get((b, i), []), **sel)
                 ta, tb = ra[0]["t_s"], rb[0]["t_s"]
@@ -435,35 +503,110 @@ def breakeven_view(sc: Scenario, results: dict, bandwidth: View) -> View:
                              "i": i, "GBps": ra[0]["GBps"],
                              "ratio": _num(ta / tb, 5) if ta and tb else None, **sel})
     # drop rows repeated across controls the pair does not depend on
-    rows = _collapse(rows, key=("pair", "i"), value="ratio")
-    view.data = {"ratios": rows, "crossings": []}
-    wan_i = bandwidth.data["start"]
-    for basis in BASES:
-        at = pick([r for r in rows if r["i"] == wan_i], **_at(sc, basis))
-        parts = [f"{r['pair']} = {r['ratio']:.3g}" for r in at if r["ratio"] is not None]
-        if parts:
-            view.conclusion.append(
-                f"At the scenario's {fmt_GBps(float(sc.wan_Bps) / 1e9)} on the {basis} basis the "
-                f"ratios of times to target are " + ", ".join(parts) + " (below 1: the first wins).")
-    if entries:
-        # Crossings at every budget where the section gives them ([free], [low], [high] for pairs
-        # with a module), else at the scenario's; tagged with the controls they depend on.
-        by_budget = results.get("break_even_GBps_by_budget") or []
-        per_budget = {(e["a"], e["b"], e["basis"]) for e in by_budget}
-        own = scenario_budget(sc)
-        for e in [e for e in entries if (e["a"], e["b"], e["basis"]) not in per_budget] + by_budget:
-            if (e["a"], e["b"]) not in pairs:
+    return _collapse(rows, key=("pair", "i"), value="ratio")
+
+
+def _crossings(sc: Scenario, results: dict, pairs, rows, grid) -> list[dict]:
+    """The diamonds: the root finder's crossings where the break-even section gives them (the
+    scenario's ENOB, every budget it ran), and elsewhere the crossings of the ratio curves on the
+    page, interpolated between grid points (log-log), so a setting of the controls the section did
+    not run still shows where its curves cross."""
+    entries = results.get("break_even_GBps") or []
+    by_budget = results.get("break_even_GBps_by_budget") or []
+    per_budget = {(e["a"], e["b"], e["basis"]) for e in by_budget}
+    own = scenario_budget(sc)
+    out, covered = [], set()
+    for e in [e for e in entries if (e["a"], e["b"], e["basis"]) not in per_budget] + by_budget:
+        if (e["a"], e["b"]) not in pairs:
+            continue
+        module = _v.get(e["a"]).module or _v.get(e["b"]).module
+        in_transit = _v.get(e["a"]).in_transit or _v.get(e["b"]).in_transit
+        tag = {"enob": enob_label(sc.enob) if in_transit else ANY,
+               "budget": e.get("budget", own) if module else ANY, "basis": e.get("basis") or ANY}
+        pair = f"{short(e['a'])} / {short(e['b'])}"
+        covered |= {(pair, setting_key(at)) for at in settings(sc)
+                    if all(tag[c] in (ANY, at[c]) for c in CONTROLS)}
+        for g in e.get("GBps") or []:
+            if g is not None:
+                out.append({"pair": pair, "first": short(e["a"]), "second": short(e["b"]),
+                            "GBps": _num(g), "ratio": 1.0, "source": "root finder", **tag})
+    for a, b in pairs:
+        pair = f"{short(a)} / {short(b)}"
+        for at in settings(sc):
+            if (pair, setting_key(at)) in covered:
                 continue
-            module = _v.get(e["a"]).module or _v.get(e["b"]).module
-            in_transit = _v.get(e["a"]).in_transit or _v.get(e["b"]).in_transit
-            for g in e.get("GBps") or []:
-                if g is None:
+            line = sorted((r for r in pick([r for r in rows if r["pair"] == pair], **at)),
+                          key=lambda r: r["i"])
+            for r0, r1 in zip(line, line[1:]):
+                q0, q1 = r0["ratio"], r1["ratio"]
+                if q0 is None or q1 is None or not (q0 - 1) * (q1 - 1) < 0:
                     continue
-                view.data["crossings"].append({
-                    "pair": f"{short(e['a'])} / {short(e['b'])}", "first": short(e["a"]),
-                    "second": short(e["b"]), "basis": e.get("basis") or ANY, "GBps": _num(g),
-                    "ratio": 1.0, "enob": enob_label(sc.enob) if in_transit else ANY,
-                    "budget": e.get("budget", own) if module else ANY})
+                f = math.log(q0) / (math.log(q0) - math.log(q1))
+                g = math.exp(math.log(grid[r0["i"]]) + f * (math.log(grid[r1["i"]]) - math.log(grid[r0["i"]])))
+                out.append({"pair": pair, "first": short(a), "second": short(b), "GBps": _num(g, 4),
+                            "ratio": 1.0, "source": "interpolated on the curves' grid", **at})
+    return out
+
+
+def _breakeven_words(rows, crossings, pairs, wan_i, grid, at, with_crossings) -> list[str]:
+    """Short sentences at one setting: how each in-transit variant fares at the scenario's
+    bandwidth, then each crossing, then the pairs that do not cross."""
+    words = []
+    here = pick([r for r in rows if r["i"] == wan_i], **at)
+    g = f"{g3(grid[wan_i])} GB/s"
+    for first in dict.fromkeys(short(a) for a, _ in pairs):
+        rs = [r for r in here if r["first"] == first]
+        ok = sorted((r for r in rs if r["ratio"] is not None), key=lambda r: r["ratio"])
+        if not ok:
+            words.append(f"At {g}, {first} has no ratio: it does not reach the target at this setting.")
+            continue
+        wins = [r for r in ok if r["ratio"] < 1]
+        loses = [r for r in ok if r["ratio"] >= 1]
+        if wins:
+            words.append(f"At {g}, {first} beats {_and([r['second'] for r in wins])} "
+                         f"(ratio {_span(wins)}).")
+        if loses:
+            words.append(f"At {g}, {first} loses to {_and([r['second'] for r in loses])} "
+                         f"(ratio {_span(loses)}).")
+    if not with_crossings:
+        return words
+    at_cross = pick(crossings, **at)
+    for a, b in pairs:
+        pair = f"{short(a)} / {short(b)}"
+        xs = sorted(c["GBps"] for c in at_cross if c["pair"] == pair)
+        if not xs:
+            continue
+        below = [r for r in rows if r["pair"] == pair and r["GBps"] < xs[0] and r["ratio"] is not None]
+        below = max(pick(below, **at), key=lambda r: r["GBps"], default=None)
+        side = "" if below is None else (
+            f"; {short(a) if below['ratio'] < 1 else short(b)} wins below")
+        words.append(f"{short(a)} and {short(b)} break even at "
+                     f"{_and([fmt_GBps(x) for x in xs])}{side}.")
+    flat = [f"{short(a)} / {short(b)}" for a, b in pairs
+            if not any(c["pair"] == f"{short(a)} / {short(b)}" for c in at_cross)]
+    if flat:
+        words.append(f"No break-even in 0.1 to 1,000 GB/s: {_and(flat)}.")
+    return words
+
+
+def _span(rs) -> str:
+    lo, hi = rs[0]["ratio"], rs[-1]["ratio"]
+    return f"{lo:.3g}" if len(rs) == 1 else f"{lo:.3g} to {hi:.3g}"
+
+
+def _basis_words(basis) -> str:
+    return f" ({basis} basis)" if basis else ""
+
+
+def breakeven_view(sc: Scenario, results: dict, bandwidth: View) -> View:
+    view = View("breakeven", "Break-even: ratio of times to target against bandwidth")
+    entries = results.get("break_even_GBps")
+    pairs = list(dict.fromkeys((e["a"], e["b"]) for e in entries)) if entries else comparison_pairs()
+    pairs = [p for p in pairs if _drawn(*p)] or pairs
+    rows = _ratio_rows(sc, pairs, bandwidth)
+    view.data = {"ratios": rows, "crossings": []}
+    if entries:
+        view.data["crossings"] = _crossings(sc, results, pairs, rows, bandwidth.data["grid_GBps"])
         view.data["crossings_table"] = {
             "columns": ["pair (first vs second)", "basis", "break-even", "faster below",
                         "faster above"],
@@ -474,21 +617,14 @@ def breakeven_view(sc: Scenario, results: dict, bandwidth: View) -> View:
                      for e in entries],
             "caption": (f"Every pair's WAN break-evens in 0.1 to 1,000 GB/s per direction, at "
                         f"{setting_text(sc)}; none in range: the variant faster below wins "
-                        "throughout. Basis: which steps E' takes; either: E' is not in the pair.")}
-        lines = []
-        for e in (e for e in entries if (e["a"], e["b"]) in pairs):
-            gs = [g for g in (e.get("GBps") or []) if g is not None]
-            pair = f"{short(e['a'])} against {short(e['b'])}{_basis_words(e.get('basis'))}"
-            if gs:
-                lines.append(f"{pair} breaks even at " + ", ".join(f"{g:.3g}" for g in gs) +
-                             " GB/s" + (f"; {short(e['winner_below'])} wins below" if e.get("winner_below") else ""))
-            else:
-                w = e.get("winner_below")
-                lines.append(f"{pair}: none in range" + (f", {short(w)} wins throughout" if w else ""))
-        view.conclusion.append("; ".join(lines) + ".")
+                        "throughout. Basis: which steps E' takes; either: E' is not in the pair."),
+            "nowrap": [2]}
     else:
         view.missing.append("Crossings (bandwidth break-evens found by the root finder): not "
                             "available yet (results key break_even_GBps).")
+    wan_i = bandwidth.data["start"]
+    _conclude(view, sc, lambda at: _breakeven_words(rows, view.data["crossings"], pairs, wan_i,
+                                                    bandwidth.data["grid_GBps"], at, bool(entries)))
     enob = results.get("enob_break_even")
     if enob:
         erows, trows = [], []
@@ -517,7 +653,8 @@ def breakeven_view(sc: Scenario, results: dict, bandwidth: View) -> View:
         table = _sensitivity_table(sens)
         if table:
             view.data["sensitivity_table"] = table[0]
-            view.conclusion += table[1]
+            for sentence in table[1]:
+                view.say(sentence)
     else:
         view.missing.append("Sensitivities of the break-evens: not available yet (results key "
                             "sensitivity).")
@@ -557,23 +694,23 @@ def _sensitivity_table(sens) -> tuple[dict, list[str]] | None:
                 top_hw[hw[0]] = top_hw.get(hw[0], 0) + 1
             if order and order[0] in ("steps_a", "steps_b"):
                 steps_first += 1
-        rows.append([what, at, ", ".join(f"{k} {el[k]:+.3g}" for k in order[:4]),
-                     f"{hw[0]} {el[hw[0]]:+.3g}" if hw else "none"])
+        rows.append([what, at, "; ".join(f"{_names.name(k).name} {el[k]:+.3g}" for k in order[:4]),
+                     f"{_names.name(hw[0]).name} {el[hw[0]]:+.3g}" if hw else "none"])
     table = {"columns": ["break-even", "at", "largest elasticities (% per %)",
                          "hardware number that moves it most (% per %)"],
              "rows": rows,
              "caption": ("Elasticity: % change of the break-even per % change of the parameter "
-                         "(implicit differentiation at the root); steps_a / steps_b are the first "
-                         "and second variant's steps to target; hardware: the links' and the "
-                         "module's rates.")}
+                         "(implicit differentiation at the root); hardware: the links' and the "
+                         "module's rates."),
+             "nowrap": [1]}
     words = []
     if bandwidth:
         ranked = sorted(top_hw.items(), key=lambda kv: -kv[1])
         words.append(f"The steps to target move {steps_first} of the {len(bandwidth)} bandwidth "
-                     "break-evens more than any other number" + (
-                         "; of the hardware numbers, " + ", ".join(
-                             f"{k} moves {n} of them most" for k, n in ranked) if ranked else "")
-                     + " (elasticities, % per %).")
+                     "break-evens more than any other number.")
+        if ranked:
+            words.append("Of the hardware numbers, " + "; ".join(
+                f"the {_names.name(k).name} moves {n} of them most" for k, n in ranked) + ".")
     return table, words
 
 
@@ -708,11 +845,30 @@ def _bar_rows(rows):
     return rows
 
 
-def bar_order() -> list[str]:
+def bar_order(sc: Scenario) -> list[str]:
+    """Bars in registry order; a variant whose steps depend on the basis has one bar per basis."""
+    both = basis_dependent(sc)
     out = []
     for vid in _v.IDS:
-        out += [f"{short(vid)} (hyp.)", f"{short(vid)} (exa.)"] if vid == "band_switch" else [short(vid)]
+        out += [f"{short(vid)} (hyp.)", f"{short(vid)} (exa.)"] if vid in both else [short(vid)]
     return out
+
+
+def _model_words(rows, models, params, at) -> list[str]:
+    """Who reaches the target first at the smallest and the largest preset."""
+    words = []
+    for m in dict.fromkeys((models[0], models[-1])):
+        sel = [r for r in pick([r for r in rows if r["model"] == m], **at) if r["t_s"] is not None]
+        w = _winner(sel)
+        if not w:
+            continue
+        words.append(f"At {m} ({count(params[m])} parameters) {w[0]} reaches the target first "
+                     f"in {fmt_s(w[1])}.")
+        band = _winner([r for r in sel if is_band(r["variant"])])
+        if band and band[0] != w[0]:
+            words.append(f"The fastest band variant there, {band[0]}, takes {fmt_s(band[1])} "
+                         f"({band[1] / w[1]:.2f}x).")
+    return words
 
 
 def model_view(sc: Scenario, results: dict) -> View:
@@ -726,7 +882,7 @@ def model_view(sc: Scenario, results: dict) -> View:
         r["model_label"] = f"{r['model']}, {count(params[r['model']])}"
     view = View("model", "Model size: time to target at each preset")
     view.data = {"bars": rows, "models": [f"{m}, {count(params[m])}" for m in models]}
-    cols = bar_order()
+    cols = bar_order(sc)
     trows = []
     for m in models:
         sel = pick([r for r in rows if r["model"] == m], enob=enob_label(sc.enob),
@@ -738,15 +894,7 @@ def model_view(sc: Scenario, results: dict) -> View:
     view.table = {"columns": ["model (parameters)"] + cols, "rows": trows,
                   "caption": f"Time to target at {fmt_GBps(float(sc.wan_Bps) / 1e9)}, "
                              f"{setting_text(sc)}; hyp./exa.: E' on the hypothesis/exact basis."}
-    for m in models:
-        sel = [r for r in pick([r for r in rows if r["model"] == m], **_at(sc)) if r["t_s"] is not None]
-        w = _winner(sel)
-        if w and m in ("study", "llama3-8b"):
-            band = _winner([r for r in sel if _v.get(r["variant"]).payload.startswith("band")])
-            view.conclusion.append(
-                f"At {m} ({count(params[m])} parameters, hypothesis basis) {w[0]} reaches the target "
-                f"first in {fmt_s(w[1])}" + (f"; the fastest band variant, {band[0]}, takes "
-                f"{fmt_s(band[1])} ({band[1] / w[1]:.2f}x)" if band and band[0] != w[0] else "") + ".")
+    _conclude(view, sc, lambda at: _model_words(rows, models, params, at))
     view.assumptions = [
         "Bytes and GPU compute scale linearly with the parameters; the calibrated d does not.",
         "Steps to target at every size are those measured at the study's size (the only ones "
@@ -759,21 +907,28 @@ def model_view(sc: Scenario, results: dict) -> View:
 # ------------------------------------------------------------------------------ 6. every H
 
 
+def _h_words(rows, at) -> list[str]:
+    """The winner at the smallest and largest H, and how far the baseline falls."""
+    at_rows = pick(rows, **at)
+    w1 = _winner([r for r in at_rows if r["H"] == H_VALUES[0]])
+    wn = _winner([r for r in at_rows if r["H"] == H_VALUES[-1]])
+    if not (w1 and wn):
+        return []
+    base = {r["H"]: r["t_s"] for r in at_rows if r["variant"] == baseline()}
+    words = [f"{w1[0]} wins at H = {H_VALUES[0]} ({fmt_s(w1[1])}).",
+             f"{wn[0]} wins at H = {H_VALUES[-1]} ({fmt_s(wn[1])})."]
+    first, last = base.get(float(H_VALUES[0])), base.get(float(H_VALUES[-1]))
+    if first and last:
+        words.append(f"{short(baseline())} falls from {fmt_s(first)} to {fmt_s(last)}.")
+    return words
+
+
 def h_view(sc: Scenario, results: dict) -> View:
     ds = _control_sweep(sc, H=list(H_VALUES), quantities=["time_to_target_s", "status"])
     rows = tidy(sc, ds, ("H",), {"t_s": lambda d: d.time_to_target_s, "status": lambda d: d.status})
     view = View("sync_h", "Syncing every H steps")
     view.data = {"curves": rows}
-    for basis in BASES:
-        at = pick(rows, **_at(sc, basis))
-        w1 = _winner([r for r in at if r["H"] == H_VALUES[0]])
-        wn = _winner([r for r in at if r["H"] == H_VALUES[-1]])
-        if w1 and wn:
-            adam = {r["H"]: r["t_s"] for r in at if r["variant"] == "adamw"}
-            view.conclusion.append(
-                f"On the {basis} basis {w1[0]} wins at H = 1 ({fmt_s(w1[1])}) and {wn[0]} at "
-                f"H = {H_VALUES[-1]} ({fmt_s(wn[1])}); AdamW falls from {fmt_s(adam[1.0])} to "
-                f"{fmt_s(adam[float(H_VALUES[-1])])}.")
+    _conclude(view, sc, lambda at: _h_words(rows, at))
     view.assumptions = [
         "Syncing every H steps divides each step's communication (ports, module, WAN and d) by H.",
         "Steps to target are assumed unchanged by H: the largest assumption on this page.",
@@ -783,6 +938,28 @@ def h_view(sc: Scenario, results: dict) -> View:
 
 
 # ------------------------------------------------------------------------------ 7. energy
+
+
+def _energy_words(per_step, to_target, at) -> list[str]:
+    """The variant that uses the least energy per step and to the target, against the baseline."""
+    step_tot: dict[str, float] = {}
+    for r in pick(per_step, **at):
+        step_tot[r["short"]] = step_tot.get(r["short"], 0.0) + (r["J"] or 0.0)
+    tgt: dict[str, float] = {}
+    for r in pick(to_target, **at):
+        if r["kJ"] is not None:
+            tgt[r["bar"]] = tgt.get(r["bar"], 0.0) + r["kJ"]
+    base = short(baseline())
+    words = []
+    if step_tot:
+        lo = min(step_tot, key=step_tot.get)
+        words.append(f"Per step {lo} uses the least energy: {step_tot[lo]:.3g} J, against "
+                     f"{step_tot[base]:.3g} J for {base}.")
+    if tgt:
+        lo = min(tgt, key=tgt.get)
+        words.append(f"To the target {lo} uses the least: {tgt[lo]:.3g} kJ"
+                     + (f", against {tgt[base]:.3g} kJ for {base}." if base in tgt else "."))
+    return words
 
 
 def energy_view(sc: Scenario, results: dict) -> View:
@@ -797,21 +974,7 @@ def energy_view(sc: Scenario, results: dict) -> View:
     _bar_rows(to_target)
     view = View("energy", "Energy per step and to target")
     view.data = {"per_step": per_step, "to_target": to_target}
-    at = _at(sc)
-    step_tot: dict[str, float] = {}
-    for r in pick(per_step, **at):
-        step_tot[r["short"]] = step_tot.get(r["short"], 0.0) + (r["J"] or 0.0)
-    tgt: dict[str, float] = {}
-    for r in pick(to_target, enob=at["enob"], budget=at["budget"]):
-        if r["kJ"] is not None:
-            tgt[r["bar"]] = tgt.get(r["bar"], 0.0) + r["kJ"]
-    if step_tot and tgt:
-        lo_step = min(step_tot, key=step_tot.get)
-        lo_tgt = min(tgt, key=tgt.get)
-        view.conclusion.append(
-            f"Per step {lo_step} uses the least energy ({step_tot[lo_step]:.3g} J, against "
-            f"{step_tot['AdamW']:.3g} J for AdamW); to the target {lo_tgt} uses the least "
-            f"({tgt[lo_tgt]:.3g} kJ, against {tgt['AdamW']:.3g} kJ for AdamW).")
+    _conclude(view, sc, lambda at: _energy_words(per_step, to_target, at))
     view.assumptions = [
         f"Compute = GPU static power x step time + energy per FLOP x 6 P tokens, for N workers; "
         f"network = {float(sc.link_J_per_bit) * 1e12:g} pJ/bit on ports and module ports, "

@@ -1,0 +1,234 @@
+"""Sweep arguments -> a plain description of a grid (no jax).
+
+One parser for every caller that takes sweep arguments (:func:`bandjax.sweep`, the event engine's
+sweep, a winner map): :func:`parse` turns them into a :class:`Grid` of dimensions, coordinate
+values with units, scenario leaf overrides, the steps to target at every grid point and the
+variant selection. Evaluation and labelling are the caller's. Plain Python and NumPy only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .labels import COORD_ATTRS, as_list, budgets_FLOPs, models, positive
+from .scenario import (BASES, DEFAULT_UTILISATION, FIELDS, GPUS, STUDY_GPU_FLOPs, Scenario,
+                       check_field)
+from .units import SI, ScenarioError
+from .variants import TOPOLOGIES
+
+# Named arguments, in the order their dimensions appear; each sets these scenario fields.
+NAMED = ("bandwidth", "enob", "budget", "model", "gpu", "dcs", "topology", "workers_per_dc", "H",
+         "basis")
+# A named argument and the field it sets: giving both is an error.
+SAME_FIELD = {"bandwidth": "wan_Bps", "H": "sync_every_H", "budget": "budget_FLOPs",
+              "model": "params", "gpu": "gpu_peak_FLOPs", "dcs": "dcs", "topology": "topology",
+              "enob": "enob", "workers_per_dc": "workers_per_dc"}
+
+
+@dataclass
+class Axis:
+    """One dimension: its name, coordinate values (with ``attrs['units']``), and per value the
+    scenario fields it sets (field -> list of SI values, one per coordinate)."""
+
+    name: str
+    coords: list
+    attrs: dict
+    fields: dict = field(default_factory=dict)
+
+
+@dataclass
+class Grid:
+    """A parsed sweep.
+
+    Attributes:
+      axes: the dimensions in order (variant not included).
+      scalars: name -> coordinate value, for arguments given as one value (no dimension).
+      scalar_attrs: their attrs.
+      leaves: scenario field -> NumPy array, each swept field 1-D on its own axis (shape 1 on the
+        others, so the fields broadcast to the grid), a scalar override 0-d.
+      steps: steps to target, shape broadcastable to (*grid, variant) over the scenario's whole
+        registry (inf = never, NaN = not measured).
+      variants: the selected variant ids; variant_is_dim: whether variant is a dimension;
+        index: their positions in the scenario's registry.
+      extra_coords: name -> (dims, values, attrs) for derived coordinates (``params`` of a model).
+    """
+
+    axes: list[Axis]
+    scalars: dict
+    scalar_attrs: dict
+    leaves: dict
+    steps: np.ndarray
+    variants: list
+    variant_is_dim: bool
+    index: list
+    extra_coords: dict
+
+    @property
+    def dims(self) -> list[str]:
+        return [a.name for a in self.axes]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(a.coords) for a in self.axes)
+
+
+def _whole(name, values, lowest):
+    for n in values:
+        if (isinstance(n, bool) or not isinstance(n, (int, float, np.number))
+                or not math.isfinite(n) or n < lowest or float(n) != int(n)):
+            raise ScenarioError(f"{name} = {n!r}: must be a whole number >= {lowest}")
+    return [int(n) for n in values]
+
+
+def _gpu_fields(sc: Scenario, names, utilisation_given: bool) -> tuple[list, dict]:
+    rows = []
+    for g in names:
+        if g == "study":
+            rows.append((STUDY_GPU_FLOPs, float(Scenario.gpu_static_W), float(Scenario.gpu_J_per_FLOP), 1.0))
+        elif g in GPUS:
+            rows.append((GPUS[g].peak_FLOPs, GPUS[g].board_W, 0.0, DEFAULT_UTILISATION))
+        else:
+            raise ScenarioError(f"gpu = {g!r} is not a preset; allowed: study, {', '.join(GPUS)}")
+    cols = list(zip(*rows))
+    out = {"gpu_peak_FLOPs": list(cols[0]), "gpu_static_W": list(cols[1]),
+           "gpu_J_per_FLOP": list(cols[2])}
+    if not utilisation_given:
+        out["utilisation"] = list(cols[3])
+    return list(names), out
+
+
+def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None, model=None,
+          gpu=None, dcs=None, topology=None, workers_per_dc=None, H=None, basis=None,
+          **fields) -> Grid:
+    """The grid that the sweep arguments describe (see :func:`bandjax.sweep` for each argument).
+
+    Every value is checked here, with the same error as :meth:`Scenario.replace` for a field given
+    by name (:func:`bandjax.scenario.check_field`). Naming one field twice (``bandwidth`` and
+    ``wan_Bps``, ``H`` and ``sync_every_H``, ``budget`` and ``budget_FLOPs``, ``model`` and
+    ``params``, ``gpu`` and ``gpu_peak_FLOPs``) is an error.
+    """
+    given = dict(bandwidth=bandwidth, enob=enob, budget=budget, model=model, gpu=gpu, dcs=dcs,
+                 topology=topology, workers_per_dc=workers_per_dc, H=H, basis=basis)
+    for name in fields:
+        if name not in FIELDS:
+            raise ValueError(f"{name} is not a sweep argument or scenario field; allowed: "
+                             f"{', '.join(NAMED)}, variant, {', '.join(FIELDS)}")
+    for arg, fld in SAME_FIELD.items():
+        if given.get(arg) is not None and fld in fields and arg != fld:
+            raise ValueError(f"{arg} and {fld} both set {fld}; give one")
+    axes: list[Axis] = []
+    scalars: dict = {}
+    scalar_attrs: dict = {}
+    overrides: dict = {}
+    extra: dict = {}
+
+    def add(name, raw, coords, field_values, attrs=None):
+        attrs = COORD_ATTRS.get(name, {}) if attrs is None else attrs
+        _, is_dim = as_list(name, raw)
+        if is_dim:
+            axes.append(Axis(name, list(coords), attrs, field_values))
+        else:
+            scalars[name] = coords[0]
+            scalar_attrs[name] = attrs
+            overrides.update({k: v[0] for k, v in field_values.items()})
+
+    if bandwidth is not None:
+        vals, _ = as_list("bandwidth", bandwidth)
+        gbps = positive("bandwidth", vals, "GB/s")
+        add("bandwidth", bandwidth, gbps, {"wan_Bps": [g * 1e9 for g in gbps]})
+    enobs = [float(sc.enob)]
+    if enob is not None:
+        vals, _ = as_list("enob", enob)
+        for e in vals:
+            if isinstance(e, bool) or not isinstance(e, (int, float, np.number)) or not 1 <= e <= 32:
+                raise ValueError(f"enob = {e!r}: must be a number of bits in [1, 32]")
+        enobs = [float(e) for e in vals]
+        add("enob", enob, enobs, {"enob": enobs})
+    if budget is not None:
+        vals, _ = as_list("budget", budget)
+        flops = budgets_FLOPs(sc, vals)
+        add("budget", budget, [f / 1e9 for f in flops], {"budget_FLOPs": flops})
+    if model is not None:
+        vals, is_dim = as_list("model", model)
+        labels, params = models(vals)
+        add("model", model, labels, {"params": params})
+        extra["params"] = (("model",) if is_dim else (), np.asarray(params if is_dim else params[0]),
+                           COORD_ATTRS["params"])
+    if gpu is not None:
+        vals, _ = as_list("gpu", gpu)
+        labels, gfields = _gpu_fields(sc, vals, "utilisation" in fields)
+        add("gpu", gpu, labels, gfields, {"long_name": "GPU preset (dense BF16 peak, board power)"})
+    if dcs is not None:
+        vals, _ = as_list("dcs", dcs)
+        ks = _whole("dcs", vals, 2)
+        add("dcs", dcs, ks, {"dcs": [float(k) for k in ks]},
+            {"units": "1", "long_name": "data centres K (N = K n workers)"})
+    if topology is not None:
+        vals, _ = as_list("topology", topology)
+        for t in vals:
+            if t not in TOPOLOGIES:
+                raise ScenarioError(f"topology = {t!r}: must be one of {', '.join(map(repr, TOPOLOGIES))}")
+        add("topology", topology, list(vals), {"topology": [float(TOPOLOGIES.index(t)) for t in vals]},
+            {"long_name": "WAN topology between DCs (ring: K links; mesh: K(K-1))"})
+    if workers_per_dc is not None:
+        vals, _ = as_list("workers_per_dc", workers_per_dc)
+        ns = _whole("workers_per_dc", vals, 1)
+        add("workers_per_dc", workers_per_dc, ns, {"workers_per_dc": [float(n) for n in ns]})
+    if H is not None:
+        vals, _ = as_list("H", H)
+        hs = positive("H", vals, "steps")
+        add("H", H, hs, {"sync_every_H": hs})
+    bases = ["hypothesis"]
+    if basis is not None:
+        vals, _ = as_list("basis", basis)
+        for b in vals:
+            if b not in BASES:
+                raise ValueError(f"basis = {b!r} is not known; allowed: {', '.join(BASES)}")
+        bases = list(vals)
+        add("basis", basis, bases, {})
+    for name, values in fields.items():
+        vals, _ = as_list(name, values)
+        if name == "topology":
+            raise ValueError("topology: give it as topology='ring' or 'mesh', not by number")
+        floats = [float(x) if not isinstance(x, bool) else x for x in vals]
+        check_field(name, floats)
+        add(name, values, floats, {name: floats}, {"units": SI[FIELDS[name][2]]}
+            if FIELDS[name][2] in SI else {})
+    for a in axes:
+        for k, v in a.fields.items():
+            check_field(k, v)
+    for k, v in overrides.items():
+        check_field(k, v)
+
+    registry = sc.ids
+    vids, variant_is_dim = as_list("variant", list(registry) if variant is None else variant)
+    for vid in vids:
+        sc.variant(vid)
+    index = [registry.index(vid) for vid in vids]
+
+    ndim = len(axes)
+    leaves = {k: np.asarray(v, dtype=float) for k, v in overrides.items()}
+    for i, a in enumerate(axes):
+        shape = [1] * ndim
+        shape[i] = -1
+        for k, v in a.fields.items():
+            leaves[k] = np.reshape(np.asarray(v, dtype=float), shape)
+
+    # Steps to target, resolved here: a table (enob, basis, variant) indexed onto the grid.
+    table = np.array([[[sc.steps_of(vid, e, b) for vid in registry] for b in bases] for e in enobs])
+    dims = [a.name for a in axes]
+
+    def axis_index(dim, size):
+        shape = [1] * (ndim + 1)
+        if dim in dims:
+            shape[dims.index(dim)] = size
+            return np.arange(size).reshape(shape)
+        return np.zeros(shape, dtype=int)
+
+    steps = table[axis_index("enob", len(enobs)), axis_index("basis", len(bases)),
+                  np.arange(len(registry))]
+    return Grid(axes=axes, scalars=scalars, scalar_attrs=scalar_attrs, leaves=leaves, steps=steps,
+                variants=list(vids), variant_is_dim=variant_is_dim, index=index, extra_coords=extra)
