@@ -31,6 +31,8 @@ import dataclasses
 import io
 import math
 import os
+import sys
+import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -39,7 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import variants as _v
+from . import distributions as _dist
 from .scenario import FIELDS, PRESETS, Scenario, reference, resolve_budget, save
 from .step import step_s
 from .units import UNITS, ScenarioError, parse
@@ -52,9 +54,6 @@ POLISH_STEPS = 4
 STEP_UNITS = {"step": None, "step_ms": 1e-3, "step_s": 1.0, "step_us": 1e-6}
 ROW_EXTRAS = ("variant", "note", "comment", "run")
 FIXED_PREFIX = "fixed_s."
-# What the table calls a column or a fitted parameter -> the scenario field (besides its own name
-# and its scenario-file key).
-ALIASES = {"bandwidth": "wan_Bps", "budget": "budget_FLOPs", "model": "params"}
 # Units a person reads each dimension in (the scenario file's units, the first of each).
 DISPLAY = {dim: next(iter(units.items())) for dim, units in UNITS.items()}
 
@@ -67,32 +66,13 @@ class CalibrationError(ScenarioError):
 
 
 def numeric_fields(sc: Scenario) -> tuple[str, ...]:
-    """The scenario's numeric fields, in declaration order (generic: whatever fields it has)."""
-    out = []
-    for f in dataclasses.fields(sc):
-        value = getattr(sc, f.name)
-        if isinstance(value, (dict, str)) or dataclasses.is_dataclass(value):
-            continue
-        try:
-            float(value)
-        except (TypeError, ValueError):
-            continue
-        out.append(f.name)
-    return tuple(out)
+    """The scenario's numeric fields (:data:`bandjax.scenario.FIELDS`), in declaration order."""
+    return tuple(FIELDS)
 
 
 def dimension(name: str) -> str:
-    """The dimension of a parameter (a key of :data:`bandjax.units.UNITS`), from the scenario's
-    field table or, for a field it does not list, from the unit in the name."""
-    if name.startswith(FIXED_PREFIX):
-        return "time"
-    if name in FIELDS:
-        return FIELDS[name][2]
-    for suffix, dim in (("_s", "time"), ("_Bps", "byte_rate"), ("_FLOPs", "flop_rate"),
-                        ("_Sps", "sample_rate"), ("_W", "power")):
-        if name.endswith(suffix):
-            return dim
-    return "count"
+    """The dimension of a canonical parameter (a key of :data:`bandjax.units.UNITS`)."""
+    return _dist.dimension(name)
 
 
 def _file_keys() -> dict[str, str]:
@@ -101,24 +81,13 @@ def _file_keys() -> dict[str, str]:
 
 def resolve_parameter(sc: Scenario, name: str) -> str:
     """A fittable parameter's canonical name: a numeric field (by name or scenario-file key),
-    ``fixed_s.<variant>`` (also ``d.<variant>``, by id or label) or ``gpu`` (the GPU's compute
-    time or rate, whichever the scenario has)."""
-    fields = numeric_fields(sc)
-    for prefix in (FIXED_PREFIX, "d."):
-        if name.startswith(prefix):
-            return FIXED_PREFIX + _variant_id(name[len(prefix):], f"fit {name!r}")
-    if name in fields:
-        return name
-    alias = ALIASES.get(name) or _file_keys().get(name)
-    if alias in fields:
-        return alias
-    if name == "gpu":
-        gpu = [f for f in fields if f.startswith("gpu_") and dimension(f) in ("time", "flop_rate")]
-        if len(gpu) == 1:
-            return gpu[0]
-    raise CalibrationError(
-        f"fit {name!r} is not a parameter; allowed: a numeric scenario field ({', '.join(fields)}), "
-        f"fixed_s.<variant> or d.<variant> ({', '.join(_v.IDS)}), gpu")
+    ``fixed_s.<variant>`` (also ``d.<variant>``, by id or label of the scenario's registry) or
+    ``gpu``: the GPU rate ``gpu_peak_FLOPs``, fitted at the scenario's utilisation (the closed
+    forms see only their product, so one of the two is fitted)."""
+    try:
+        return _dist.resolve(name, sc.variants, steps=False)
+    except ScenarioError as e:
+        raise CalibrationError(f"fit {e}" if str(e).startswith(repr(name)) else f"fit {name!r}: {e}") from None
 
 
 def get_parameter(sc: Scenario, name: str):
@@ -136,12 +105,11 @@ def with_parameters(sc: Scenario, values: dict) -> Scenario:
     return sc.replace(**fields)
 
 
-def _variant_id(name: str, where: str) -> str:
-    for v in _v.VARIANTS:
-        if name == v.id or str(name).lower() in (v.id.lower(), v.short.lower(), v.label.lower()):
-            return v.id
-    allowed = ", ".join(f"{v.id} ({v.short})" for v in _v.VARIANTS)
-    raise CalibrationError(f"{where}: variant {name!r} is not known; allowed: {allowed}")
+def _variant_id(sc: Scenario, name: str, where: str) -> str:
+    try:
+        return _dist._variant_id(name, sc.variants, where)
+    except ScenarioError as e:
+        raise CalibrationError(str(e)) from None
 
 
 # --------------------------------------------------------------------------- transforms
@@ -151,7 +119,7 @@ def _kind(name: str) -> str:
     """How a parameter is kept in its domain during the search."""
     if name.startswith(FIXED_PREFIX) or "latency" in name:
         return "softplus"  # >= 0, may fit to 0
-    if "overlap" in name or name.endswith("fraction"):
+    if "overlap" in name or name.endswith("fraction") or name == "utilisation":
         return "logistic"  # in (0, 1)
     return "log"  # > 0
 
@@ -319,7 +287,7 @@ def _positive(where, v, value):
 class Rows:
     """Measurement rows ready for the closed forms (SI units).
 
-    ``variant``: (rows,) index into :data:`bandjax.variants.IDS`; ``fields``: field -> (rows,)
+    ``variant``: (rows,) index into the scenario's variants (``Scenario.ids``); ``fields``: field -> (rows,)
     values (the scenario's own where a row does not set it); ``y``: (rows,) mean step, s;
     ``sigma``: (rows,) its standard error (repeats) or the mean itself (no repeats);
     ``repeats``: (rows,) how many runs each row averages.
@@ -347,8 +315,8 @@ def prepare_rows(measurements, sc: Scenario) -> Rows:
     for i, row in enumerate(rows, start=1):
         if "variant" not in row:
             raise CalibrationError(f"row {i}: missing the variant column (an id or label: "
-                                   f"{', '.join(_v.IDS)})")
-        variant.append(_v.IDS.index(_variant_id(str(row["variant"]), f"row {i}: variant")))
+                                   f"{', '.join(sc.ids)})")
+        variant.append(sc.ids.index(_variant_id(sc, str(row["variant"]), f"row {i}: variant")))
         steps = _step_values(i, row)
         means.append(float(np.mean(steps)))
         repeats.append(len(steps))
@@ -496,10 +464,11 @@ def _candidates(problem: Problem, x) -> list[tuple[str, Rows]]:
         out.append(("rows at a second bandwidth", changed(wan_Bps=base["wan_Bps"] * 4)))
     if "params" not in fitted:
         out.append(("rows at a second model size", changed(params=base["params"] * 10)))
-    for vid in _v.IDS:
-        if vid not in {_v.IDS[i] for i in np.unique(rows.variant)}:
-            out.append((f"rows of {vid} ({_v.get(vid).short})",
-                        Rows(np.full(n, _v.IDS.index(vid)), rows.fields, rows.y, rows.y, rows.repeats, False)))
+    measured = {sc.ids[i] for i in np.unique(rows.variant)}
+    for i, v in enumerate(sc.variants):
+        if v.id not in measured:
+            out.append((f"rows of {v.id} ({v.short})",
+                        Rows(np.full(n, i), rows.fields, rows.y, rows.y, rows.repeats, False)))
     if "workers_per_dc" not in fitted:
         out.append(("rows at another number of workers per DC",
                     changed(workers_per_dc=base["workers_per_dc"] * 2)))
@@ -687,8 +656,9 @@ def calibrate(measurements, fit: Sequence[str], scenario: Scenario | None = None
         or with a unit), ``budget`` (GFLOP/s or free/low/high), ``model`` (a preset or a
         parameter count), ``workers_per_dc``, or any numeric field by name or scenario-file key
         (a bare number is SI, or give a unit).
-      fit: parameters to fit: numeric field names (``gpu_compute_s``, ``worker_port_Bps``),
-        scenario-file keys (``wan``), ``fixed_s.<variant>`` / ``d.<variant>``, or ``gpu``.
+      fit: parameters to fit: numeric field names (``worker_port_Bps``, ``wan_latency_s``),
+        scenario-file keys (``wan``), ``fixed_s.<variant>`` / ``d.<variant>``, or ``gpu`` (the
+        GPU rate ``gpu_peak_FLOPs`` at the scenario's utilisation: c = F / (peak x utilisation)).
       scenario: everything that is not fitted and the start of what is (default: the reference).
       start: start values (SI units) by parameter, instead of the scenario's.
 
@@ -718,10 +688,20 @@ def calibrate(measurements, fit: Sequence[str], scenario: Scenario | None = None
     return Calibration(
         scenario=fitted_sc, names=problem.names, estimate=x, stderr=se, interval=interval, cov=cov,
         start=x0, measured_s=rows.y, fitted_s=np.asarray(problem.model(jnp.asarray(x))),
-        variant=tuple(_v.IDS[i] for i in rows.variant), repeats=rows.repeats, chi2=float(chi2),
+        variant=tuple(problem.scenario.ids[i] for i in rows.variant), repeats=rows.repeats, chi2=float(chi2),
         dof=dof, scale_known=rows.scale_known, converged=bool(ok), condition=cond,
         identifiable=identifiable, message=message)
 
+
+class _CallableModule(types.ModuleType):
+    """This module, callable as :func:`calibrate`: ``bandjax.calibrate`` is the function, and
+    importing this submodule (which rebinds the package's attribute to the module) keeps it so."""
+
+    def __call__(self, *args, **kwargs) -> Calibration:
+        return calibrate(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = ["Calibration", "CalibrationError", "Problem", "Rows", "calibrate", "covariance",
            "predict_s", "prepare_rows", "read_rows", "resolve_parameter", "setup",

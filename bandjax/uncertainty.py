@@ -1,11 +1,13 @@
 """Uncertain inputs carried to the answer: Monte Carlo in one jitted, vmapped call, and the delta
 method through the break-even's implicit gradient.
 
-An uncertain input is a distribution on one parameter: a numeric scenario field (by name, file key
-or ``gpu``), a variant's fixed time (``d.<variant>`` / ``fixed_s.<variant>``) or a variant's steps
-to target (``steps.<variant>``; a variant that takes another's steps, as E' takes E's on the
-hypothesis basis, follows it). A :class:`bandjax.calibrate.Calibration` is a multivariate normal
-on the parameters it fitted (its estimate and covariance).
+An uncertain input is a distribution (:mod:`bandjax.distributions`: Normal, LogNormal, Uniform,
+Seeds) on one parameter: a numeric scenario field (by name, file key or ``gpu``, the GPU rate), a
+variant's fixed time (``d.<variant>`` / ``fixed_s.<variant>``) or a variant's steps to target
+(``steps.<variant>``; a variant whose rule takes them, as E' takes E's, follows through its rule).
+A :class:`bandjax.calibrate.Calibration` is a multivariate normal on the parameters it fitted
+(its estimate and covariance). Without ``uncertain`` the scenario's own (``Scenario.uncertain``,
+a file's ``[uncertain]`` table) are propagated.
 
     propagate_break_even   the break-even bandwidth of a pair: quantiles (5%, 50%, 95%) over the
                            samples, the probability that a beats b at each bandwidth, and the delta
@@ -28,114 +30,13 @@ import numpy as np
 import xarray as xr
 
 from . import breakeven as _be
-from .calibrate import Calibration, resolve_parameter, with_parameters
-from . import variants as _v
+from .calibrate import Calibration, with_parameters
+from .distributions import STEPS_PREFIX, LogNormal, Normal, Seeds, Uniform, _require, check_center, resolve
 from .metrics import steps_to_target, time_to_target_s
 from .scenario import Scenario
 from .step import step_s
 
 QUANTILES = (0.05, 0.5, 0.95)
-STEPS_PREFIX = "steps."
-
-
-# --------------------------------------------------------------------------- distributions
-
-
-@dataclass(frozen=True)
-class Normal:
-    """Normal(mean, sd), in the parameter's SI units (steps: a count)."""
-
-    mean: float
-    sd: float
-
-    def sample(self, rng, n):
-        return rng.normal(self.mean, self.sd, n)
-
-    @property
-    def center(self):
-        return float(self.mean)
-
-    @property
-    def variance(self):
-        return float(self.sd) ** 2
-
-    def check(self, name):
-        _require(self.sd >= 0 and math.isfinite(self.sd), name, f"sd = {self.sd!r}", "a finite number >= 0")
-
-
-@dataclass(frozen=True)
-class LogNormal:
-    """log x ~ Normal(log median, sigma): a positive parameter known to a factor exp(sigma)."""
-
-    median: float
-    sigma: float
-
-    def sample(self, rng, n):
-        return self.median * np.exp(rng.normal(0.0, self.sigma, n))
-
-    @property
-    def center(self):
-        return float(self.median * math.exp(self.sigma**2 / 2))
-
-    @property
-    def variance(self):
-        return float(math.expm1(self.sigma**2) * self.median**2 * math.exp(self.sigma**2))
-
-    def check(self, name):
-        _require(self.median > 0, name, f"median = {self.median!r}", "> 0")
-        _require(self.sigma >= 0 and math.isfinite(self.sigma), name, f"sigma = {self.sigma!r}", ">= 0")
-
-
-@dataclass(frozen=True)
-class Uniform:
-    """Uniform on [lo, hi]."""
-
-    lo: float
-    hi: float
-
-    def sample(self, rng, n):
-        return rng.uniform(self.lo, self.hi, n)
-
-    @property
-    def center(self):
-        return 0.5 * (self.lo + self.hi)
-
-    @property
-    def variance(self):
-        return (self.hi - self.lo) ** 2 / 12
-
-    def check(self, name):
-        _require(self.lo <= self.hi, name, f"lo = {self.lo!r}, hi = {self.hi!r}", "lo <= hi")
-
-
-@dataclass(frozen=True)
-class Seeds:
-    """Measured values (one per seed): Monte Carlo draws among them with equal weight; the delta
-    method takes their mean and sample variance."""
-
-    values: tuple
-
-    def __init__(self, values):
-        object.__setattr__(self, "values", tuple(float(v) for v in values))
-
-    def sample(self, rng, n):
-        return rng.choice(np.asarray(self.values), n)
-
-    @property
-    def center(self):
-        return float(np.mean(self.values))
-
-    @property
-    def variance(self):
-        return float(np.var(self.values, ddof=1))
-
-    def check(self, name):
-        _require(len(self.values) >= 2, name, f"values = {list(self.values)!r}", "at least two seeds")
-
-
-def _require(ok, name, what, allowed):
-    if not ok:
-        raise ValueError(f"uncertain {name!r}: {what}; must be {allowed}")
 
 
 # --------------------------------------------------------------------------- draws
@@ -151,21 +52,27 @@ class Draws:
     cov: np.ndarray  # (parameter, parameter)
 
 
-def _canonical(sc: Scenario, name: str) -> str:
-    if name.startswith(STEPS_PREFIX):
-        return STEPS_PREFIX + _be.resolve_variant(name[len(STEPS_PREFIX):])
-    return resolve_parameter(sc, name)
+def inputs(sc: Scenario, uncertain=None) -> dict:
+    """The uncertain inputs to propagate: ``uncertain`` (name -> distribution, a Calibration, or
+    pairs (name, distribution)), or else the scenario's own (``Scenario.uncertain``)."""
+    if uncertain is None:
+        uncertain = sc.uncertain
+    if isinstance(uncertain, Calibration):
+        uncertain = {"calibration": uncertain}
+    uncertain = dict(uncertain)
+    if not uncertain:
+        raise ValueError("uncertain = {}: no uncertain inputs; give uncertain={name: distribution} "
+                         "or an [uncertain] table in the scenario file, e.g. "
+                         "wan = { normal = [\"12.5 GB/s\", \"1 GB/s\"] }")
+    return uncertain
 
 
 def draw(sc: Scenario, uncertain, samples: int, seed: int) -> Draws:
-    """Samples of ``uncertain`` (name -> distribution, or a Calibration, or a dict holding
-    Calibrations under any key) from ``np.random.default_rng(seed)``."""
+    """Samples of ``uncertain`` (see :func:`inputs`; None: the scenario's) from
+    ``np.random.default_rng(seed)``."""
     if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 2:
         raise ValueError(f"samples = {samples!r}: must be a whole number >= 2")
-    if isinstance(uncertain, Calibration):
-        uncertain = {"calibration": uncertain}
-    if not uncertain:
-        raise ValueError("uncertain = {}: give at least one uncertain parameter")
+    uncertain = inputs(sc, uncertain)
     rng = np.random.default_rng(seed)
     names, cols, centers, blocks = [], [], [], []
     for key, dist in uncertain.items():
@@ -181,7 +88,8 @@ def draw(sc: Scenario, uncertain, samples: int, seed: int) -> Draws:
             raise ValueError(f"uncertain {key!r} = {dist!r}: expected Normal, LogNormal, Uniform, "
                              "Seeds or a Calibration")
         dist.check(key)
-        names.append(_canonical(sc, key))
+        names.append(resolve(key, sc.variants))
+        check_center(names[-1], dist)
         cols.append(np.asarray(dist.sample(rng, samples), dtype=float)[:, None])
         centers.append(dist.center)
         blocks.append(np.array([[dist.variance]]))
@@ -197,31 +105,40 @@ def draw(sc: Scenario, uncertain, samples: int, seed: int) -> Draws:
 
 
 def _followers(sc: Scenario, vid: str, basis: str) -> list[str]:
-    """Variants whose steps are ``vid``'s on ``basis``: itself, and any variant without steps of
-    its own that takes exactly vid's (E' takes E's on the hypothesis basis)."""
-    own = {k for k, _ in sc.steps.measured} | {k for k, _ in sc.steps.by_enob}
-    mine = sc.steps.lookup(vid, float(sc.enob), basis)
-    return [w for w in _v.IDS if w == vid or (w not in own and sc.steps.lookup(w, float(sc.enob), basis) == mine)]
+    """Variants whose steps move with ``vid``'s on ``basis``: itself, and every variant whose rule
+    takes ``vid`` among its sources there (E' takes E's on the hypothesis basis; on the exact basis
+    the largest of E's and the exact band's)."""
+    return [v.id for v in sc.variants
+            if v.id == vid or (v.rule is not None and vid in v.rule.sources(basis))]
 
 
 def _split(sc: Scenario, names, basis):
-    """(scenario parameter names and their columns, {variant index: column} for steps)."""
-    fields, steps = [], {}
+    """(scenario parameter names and their columns, ((variant index, column), ...) for steps
+    measured, ((variant index, source indices), ...) for the rules that follow them)."""
+    fields, own, rules = [], {}, {}
     for j, n in enumerate(names):
         if n.startswith(STEPS_PREFIX):
-            for w in _followers(sc, n[len(STEPS_PREFIX):], basis):
-                steps[_v.IDS.index(w)] = j
+            vid = n[len(STEPS_PREFIX):]
+            own[sc.ids.index(vid)] = j
+            for w in _followers(sc, vid, basis):
+                if w != vid:
+                    rules[sc.ids.index(w)] = tuple(sc.ids.index(u) for u in sc.variant(w).rule.sources(basis))
         else:
             fields.append((n, j))
-    return tuple(fields), steps
+    return tuple(fields), (tuple(sorted(own.items())), tuple(sorted(rules.items())))
 
 
 def _apply(sc: Scenario, fields, steps_index, steps0, v):
-    """The scenario and the per-variant steps at one sample ``v`` (traceable)."""
+    """The scenario and the per-variant steps at one sample ``v`` (traceable): sampled steps
+    set, then each rule that follows them re-taken as the largest of its sources (NaN if any
+    source was not measured, as :meth:`bandjax.scenario.Steps.lookup`)."""
     sc = with_parameters(sc, {n: v[j] for n, j in fields})
+    own, rules = steps_index
     steps = jnp.asarray(steps0)
-    for i, j in steps_index.items():
+    for i, j in own:
         steps = steps.at[..., i].set(v[j])
+    for i, sources in rules:
+        steps = steps.at[..., i].set(jnp.max(steps[..., list(sources)], axis=-1))
     return sc, steps
 
 
@@ -263,7 +180,6 @@ class BreakEvenUncertainty:
 def sample_roots(sc, V, steps0, lo, hi, *, ia, ib, fields, steps_index):
     """Every sample's first crossing of a (index ``ia``) and b over WAN bandwidth, B/s (NaN: none
     in [lo, hi]): one vmapped search over the rows of ``V`` (samples, parameter)."""
-    steps_index = dict(steps_index)
 
     def one(v):
         s, steps = _apply(sc, fields, steps_index, steps0, v)
@@ -275,7 +191,6 @@ def sample_roots(sc, V, steps0, lo, hi, *, ia, ib, fields, steps_index):
 @partial(jax.jit, static_argnames=("ia", "ib", "fields", "steps_index"))
 def _sample_wins(sc, V, steps0, grid_Bps, *, ia, ib, fields, steps_index):
     """Whether a reaches the target before b at each grid bandwidth, per sample."""
-    steps_index = dict(steps_index)
 
     def one(v):
         s, steps = _apply(sc, fields, steps_index, steps0, v)
@@ -286,19 +201,18 @@ def _sample_wins(sc, V, steps0, grid_Bps, *, ia, ib, fields, steps_index):
 
 
 def _root_at(sc, v, steps0, lo, hi, ia, ib, fields, steps_index):
-    s, steps = _apply(sc, fields, dict(steps_index), steps0, v)
+    s, steps = _apply(sc, fields, steps_index, steps0, v)
     return _be.bandwidth_crossings(s, ia, ib, steps[ia], steps[ib], lo, hi).x[..., 0]
 
 
 def prepare(sc: Scenario, a: str, b: str, uncertain, samples: int, seed: int, basis: str):
     """(draws, per-variant steps at the centre, the static arguments of :func:`sample_roots`)."""
-    a, b = _be.resolve_variant(a), _be.resolve_variant(b)
+    a, b = _be.resolve_variant(a, sc.variants), _be.resolve_variant(b, sc.variants)
     if a == b:
         raise ValueError(f"a = b = {a!r}: a break-even needs two different variants")
     d = draw(sc, uncertain, samples, seed)
     fields, steps_index = _split(sc, d.names, basis)
-    static = dict(ia=_v.IDS.index(a), ib=_v.IDS.index(b), fields=fields,
-                  steps_index=tuple(sorted(steps_index.items())))
+    static = dict(ia=sc.ids.index(a), ib=sc.ids.index(b), fields=fields, steps_index=steps_index)
     return d, steps_to_target(sc, None, basis), static
 
 
@@ -323,7 +237,7 @@ def propagate_break_even(sc: Scenario, a: str, b: str, uncertain, samples: int =
       :class:`BreakEvenUncertainty`. The delta method linearises the first crossing at the
       distributions' means: sd^2 = g^T Sigma g with g from implicit differentiation at the root.
     """
-    a, b = _be.resolve_variant(a), _be.resolve_variant(b)
+    a, b = _be.resolve_variant(a, sc.variants), _be.resolve_variant(b, sc.variants)
     d, steps0, static = prepare(sc, a, b, uncertain, samples, seed, basis)
     grid = np.geomspace(lo_GBps, hi_GBps, 33) if bandwidth is None else np.atleast_1d(
         np.asarray(bandwidth, dtype=float))
@@ -355,7 +269,6 @@ def propagate_break_even(sc: Scenario, a: str, b: str, uncertain, samples: int =
 
 @partial(jax.jit, static_argnames=("fields", "steps_index"))
 def _sweep_samples(sc, V, steps0, grid_Bps, quantiles, *, fields, steps_index):
-    steps_index = dict(steps_index)
 
     def one(v):
         s, steps = _apply(sc, fields, steps_index, steps0, v)
@@ -381,11 +294,11 @@ def propagate_sweep(sc: Scenario, uncertain, samples: int = 10_000, seed: int = 
         raise ValueError(f"bandwidth = {bandwidth!r}: must be finite numbers > 0 GB/s")
     step, ttt = _sweep_samples(sc, jnp.asarray(d.samples), jnp.asarray(steps_to_target(sc, None, basis)),
                                jnp.asarray(grid * 1e9), jnp.asarray(QUANTILES), fields=fields,
-                               steps_index=tuple(sorted(steps_index.items())))
+                               steps_index=steps_index)
     dims = ("quantile", "bandwidth", "variant")
     coords = {"quantile": list(QUANTILES),
               "bandwidth": xr.Variable("bandwidth", grid, {"units": "GB/s"}),
-              "variant": list(_v.IDS)}
+              "variant": list(sc.ids)}
     ds = xr.Dataset({
         "step_s": xr.Variable(dims, np.asarray(step), {"units": "s", "long_name": "step time"}),
         "time_to_target_s": xr.Variable(dims, np.asarray(ttt), {"units": "s", "long_name": "time to the target loss"}),

@@ -16,11 +16,11 @@ from scipy.stats import t as student_t
 import bandjax
 import bandjax.calibrate  # noqa: F401  (the module; bandjax.calibrate may be re-exported as the function)
 from bandjax import calibrate_cli
-from bandjax.variants import IDS
 
 C = sys.modules["bandjax.calibrate"]
 
 REF = bandjax.reference()
+IDS = REF.ids
 BANDWIDTHS_GBps = np.geomspace(0.5, 500, 20)
 FIT = [f"d.{v}" for v in IDS] + ["gpu", "worker_port_Bps"]
 
@@ -75,7 +75,7 @@ def test_one_model_size_does_not_separate_gpu_port_and_d():
     cal = C.calibrate(rows, FIT, perturbed(REF))
     assert not cal.identifiable
     assert math.isinf(cal.condition) or cal.condition > 1e10
-    for name in ("gpu_compute_s", "worker_port_Bps", "fixed_s.adamw"):
+    for name in ("gpu_peak_FLOPs", "worker_port_Bps", "fixed_s.adamw"):
         assert name in cal.message
     assert "trade off" in cal.message and "rows at a second model size" in cal.message
     # The rows are still fitted exactly; only the split between the parameters is unknown.
@@ -143,8 +143,9 @@ def test_csv_with_repeats_weights_by_the_variance_of_the_mean(tmp_path):
     J = np.asarray(jax.jacfwd(problem.weighted)(jnp.asarray(cal.estimate), jnp.asarray(problem.rows.y),
                                                 jnp.asarray(problem.rows.sigma)))
     np.testing.assert_allclose(cal.cov, np.linalg.inv(J.T @ J), rtol=1e-8)
-    # 0.5% noise on 36 rows: the GPU compute within 5 standard errors of the truth.
-    assert abs(cal.estimate[0] - sc.gpu_compute_s) <= 5 * cal.stderr[0]
+    # 0.5% noise on 36 rows: the GPU rate within 5 standard errors of the truth.
+    assert cal.names[0] == "gpu_peak_FLOPs" and cal.units[0] == "FLOP/s"
+    assert abs(cal.estimate[0] - sc.gpu_peak_FLOPs) <= 5 * cal.stderr[0]
 
 
 def test_toml_rows_with_units_and_save_round_trip(tmp_path):

@@ -11,9 +11,9 @@ import pytest
 import bandjax
 from bandjax.calibrate import calibrate
 from bandjax import uncertainty as U
-from bandjax.variants import IDS
 
 REF = bandjax.reference()
+IDS = REF.ids
 D_SWITCH = REF.fixed_s["band_switch"]
 # A small spread: 2% on E's steps (E' takes them on the hypothesis basis) and 10% on E''s d.
 SMALL = {"steps.E": U.Normal(1800.0, 36.0), "d.E'": U.Normal(D_SWITCH, 0.1 * D_SWITCH)}
@@ -66,15 +66,29 @@ def test_exact_basis_steps_of_e_do_not_move_e_prime():
 
 
 def test_sweep_quantiles_of_an_affine_step_are_the_inputs_quantiles():
-    """AdamW's step is c + (terms without c), affine in the GPU compute c, so the quantiles of its
-    step over Seeds of c are the quantiles of the drawn c plus the rest (to rounding)."""
-    seeds = U.Seeds([0.47e-3, 0.49e-3, 0.50e-3, 0.52e-3])
-    ds = U.propagate_sweep(REF, {"gpu": seeds}, samples=4000, seed=3, bandwidth=[1.0, 12.5])
-    c = U.draw(REF, {"gpu": seeds}, 4000, 3).samples[:, 0]
-    rest = np.asarray(bandjax.step_s(REF.replace(wan_Bps=np.array([1e9, 12.5e9]))))[:, IDS.index("adamw")] - REF.gpu_compute_s
-    expected = np.quantile(c, U.QUANTILES)[:, None] + rest[None, :]
+    """AdamW's step is d + (terms without d), affine in its fixed time d, so the quantiles of its
+    step over Seeds of d are the quantiles of the drawn d plus the rest (to rounding)."""
+    d0 = REF.fixed_s["adamw"]
+    seeds = U.Seeds([0.8 * d0, 0.9 * d0, 1.1 * d0, 1.3 * d0])
+    ds = U.propagate_sweep(REF, {"d.adamw": seeds}, samples=4000, seed=3, bandwidth=[1.0, 12.5])
+    d = U.draw(REF, {"d.adamw": seeds}, 4000, 3).samples[:, 0]
+    rest = np.asarray(bandjax.step_s(REF.replace(wan_Bps=np.array([1e9, 12.5e9]))))[:, IDS.index("adamw")] - d0
+    expected = np.quantile(d, U.QUANTILES)[:, None] + rest[None, :]
     np.testing.assert_allclose(ds.step_s.sel(variant="adamw").values, expected, rtol=1e-12)
     assert ds.step_s.attrs["units"] == "s" and ds.bandwidth.attrs["units"] == "GB/s"
+
+
+def test_gpu_is_the_gpu_rate():
+    """``gpu`` is the GPU peak rate (at the scenario's utilisation): a faster GPU gives a shorter
+    step, so over Seeds of three rates the 5% step quantile is the fastest rate's step and the 95%
+    the slowest's, each as bandjax.step_s computes it (rtol 1e-12; 4,000 draws put every quantile
+    inside one seed's block of equal values)."""
+    R = REF.gpu_peak_FLOPs
+    rates = [0.9 * R, R, 1.2 * R]
+    ds = U.propagate_sweep(REF, {"gpu": U.Seeds(rates)}, samples=4000, seed=1, bandwidth=[12.5])
+    at = [float(bandjax.step_s(REF.replace(gpu_peak_FLOPs=r))[IDS.index("adamw")]) for r in rates]
+    np.testing.assert_allclose(ds.step_s.sel(variant="adamw", bandwidth=12.5).values,
+                               [at[2], at[1], at[0]], rtol=1e-12)
 
 
 def test_distributions_moments():
@@ -107,13 +121,15 @@ def test_a_calibration_is_a_multivariate_normal():
 
 
 @pytest.mark.parametrize("uncertain, samples, match", [
-    ({"warp": U.Normal(1.0, 0.1)}, 10, r"fit 'warp' is not a parameter"),
-    ({"steps.X": U.Normal(1.0, 0.1)}, 10, r"variant = 'X' is not known"),
-    ({"gpu": U.Seeds([1e-3])}, 10, r"uncertain 'gpu': values = \[0.001\]; must be at least two seeds"),
-    ({"gpu": U.Normal(1e-3, -1.0)}, 10, r"sd = -1.0; must be a finite number >= 0"),
+    ({"warp": U.Normal(1.0, 0.1)}, 10, r"'warp' is not a parameter; allowed: a numeric scenario field"),
+    ({"steps.X": U.Normal(1.0, 0.1)}, 10, r"steps.X: variant 'X' is not known; allowed: adamw"),
+    ({"steps.E'": U.Normal(1.0, 0.1)}, 10, r"band_switch has no steps of its own"),
+    ({"gpu": U.Seeds([1e14])}, 10, r"\[uncertain\] gpu: values = \['100000.0 GFLOP/s'\]; must be at least two"),
+    ({"gpu": U.Normal(1e14, -1.0)}, 10, r"sd = '-1e-09 GFLOP/s'; must be a finite number >= 0"),
+    ({"wan": U.Normal(-1e9, 1e8)}, 10, r"\[links\] wan = '-1.0 GB/s': must be > 0 GB/s"),
     ({"gpu": 3.0}, 10, r"expected Normal, LogNormal, Uniform, Seeds or a Calibration"),
-    ({"gpu": U.Normal(1e-3, 1e-5)}, 1, r"samples = 1: must be a whole number >= 2"),
-    ({}, 10, r"give at least one uncertain parameter"),
+    ({"gpu": U.Normal(1e14, 1e12)}, 1, r"samples = 1: must be a whole number >= 2"),
+    ({}, 10, r"no uncertain inputs"),
 ])
 def test_bad_uncertain_input(uncertain, samples, match):
     with pytest.raises(ValueError, match=match):
