@@ -219,7 +219,8 @@ def prepare(sc: Scenario, a: str, b: str, uncertain, samples: int, seed: int, ba
 def propagate_break_even(sc: Scenario, a: str, b: str, uncertain, samples: int = 10_000,
                          seed: int = 0, *, basis: str = "hypothesis", bandwidth=None,
                          lo_GBps: float = _be.BANDWIDTH_RANGE_GBps[0],
-                         hi_GBps: float = _be.BANDWIDTH_RANGE_GBps[1]) -> BreakEvenUncertainty:
+                         hi_GBps: float = _be.BANDWIDTH_RANGE_GBps[1], over: str = "bandwidth",
+                         lo=None, hi=None) -> BreakEvenUncertainty:
     """The break-even bandwidth of a and b with uncertain inputs: Monte Carlo and the delta method.
 
     Args:
@@ -231,12 +232,21 @@ def propagate_break_even(sc: Scenario, a: str, b: str, uncertain, samples: int =
       basis: which steps E' takes.
       bandwidth: GB/s at which to give the probability that a wins (default 33 points, log-uniform
         over the range).
-      lo_GBps, hi_GBps: the searched range.
+      lo_GBps, hi_GBps: the searched range (``lo``, ``hi``: the same in B/s, as
+        :func:`bandjax.break_even` takes them).
+      over: ``"bandwidth"``, the one search run under uncertain inputs.
 
     Returns:
       :class:`BreakEvenUncertainty`. The delta method linearises the first crossing at the
       distributions' means: sd^2 = g^T Sigma g with g from implicit differentiation at the root.
     """
+    if _be.OVER.get(over, over) != "wan_Bps":
+        raise ValueError(f"over = {over!r}: under uncertain inputs (samples) the break-even is "
+                         "searched over 'bandwidth' only")
+    lo_GBps = lo_GBps if lo is None else float(lo) / 1e9
+    hi_GBps = hi_GBps if hi is None else float(hi) / 1e9
+    if not 0 < lo_GBps < hi_GBps < math.inf:
+        raise ValueError(f"lo, hi = {lo_GBps:g}, {hi_GBps:g} GB/s: must be 0 < lo < hi, finite")
     a, b = _be.resolve_variant(a, sc.variants), _be.resolve_variant(b, sc.variants)
     d, steps0, static = prepare(sc, a, b, uncertain, samples, seed, basis)
     grid = np.geomspace(lo_GBps, hi_GBps, 33) if bandwidth is None else np.atleast_1d(
@@ -279,14 +289,26 @@ def _sweep_samples(sc, V, steps0, grid_Bps, quantiles, *, fields, steps_index):
     return jnp.quantile(step, quantiles, axis=0), jnp.quantile(ttt, quantiles, axis=0)
 
 
+DEFAULT_BANDWIDTH_GBps = (0.1, 1, 12.5, 100, 1000)
+
+
 def propagate_sweep(sc: Scenario, uncertain, samples: int = 10_000, seed: int = 0, *,
-                    bandwidth=(0.1, 1, 12.5, 100, 1000), basis: str = "hypothesis") -> xr.Dataset:
+                    bandwidth=DEFAULT_BANDWIDTH_GBps, basis: str = "hypothesis",
+                    others: dict | None = None) -> xr.Dataset:
     """Quantiles (5%, 50%, 95%) of every variant's step time and time to target over WAN
     bandwidths (GB/s) under uncertain inputs, Monte Carlo in one jitted, vmapped call.
 
     Returns an ``xarray.Dataset`` over (quantile, bandwidth, variant) with ``step_s`` and
     ``time_to_target_s`` (s; NaN where a variant never reaches the target or was not measured).
+    ``others``: the rest of :func:`bandjax.sweep`'s arguments, which must be unset here (set
+    them on the scenario: ``sc.replace(...)``).
     """
+    given = sorted(k for k, v in (others or {}).items() if v is not None)
+    if given:
+        raise ValueError(f"sweep with samples: {', '.join(given)} given; allowed: bandwidth (GB/s) "
+                         "and basis (set other fields on the scenario, sc.replace(...))")
+    bandwidth = DEFAULT_BANDWIDTH_GBps if bandwidth is None else bandwidth
+    basis = "hypothesis" if basis is None else basis
     d = draw(sc, uncertain, samples, seed)
     fields, steps_index = _split(sc, d.names, basis)
     grid = np.atleast_1d(np.asarray(bandwidth, dtype=float))

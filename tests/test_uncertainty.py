@@ -134,3 +134,54 @@ def test_a_calibration_is_a_multivariate_normal():
 def test_bad_uncertain_input(uncertain, samples, match):
     with pytest.raises(ValueError, match=match):
         U.propagate_break_even(REF, "E'", "adamw", uncertain, samples=samples)
+
+
+# --------------------------------------------------------------------------- public calls, files
+
+
+def test_public_calls_take_samples_and_the_scenarios_own_inputs(tmp_path):
+    """bandjax.sweep / bandjax.break_even with samples equal the propagation functions on the
+    same seed (rtol 1e-12), and a scenario's [uncertain] table is what they use by default."""
+    path = tmp_path / "sc.toml"
+    bandjax.save(REF, path)
+    path.write_text(path.read_text() + '\n[uncertain]\n"steps.band_pluggable" = { seeds = [1800, 1650, 2010] }\n'
+                    '"d.band_switch" = { lognormal = ["0.0227 ms", 0.2] }\n')
+    sc = bandjax.load(path)
+    assert dict(sc.uncertain) == {"steps.band_pluggable": U.Seeds([1800, 1650, 2010]),
+                                  "fixed_s.band_switch": U.LogNormal(0.0227e-3, 0.2)}
+    r = bandjax.break_even(sc, "E'", "adamw", samples=500, seed=4)
+    same = U.propagate_break_even(sc, "E'", "adamw", dict(sc.uncertain), samples=500, seed=4)
+    np.testing.assert_allclose(r.roots_GBps, same.roots_GBps, rtol=1e-12)
+    assert r.quantiles_GBps[0] < r.nominal_GBps < r.quantiles_GBps[2]
+    ds = bandjax.sweep(sc, bandwidth=[1.0, 100.0], samples=300, seed=2)
+    ref = U.propagate_sweep(sc, None, 300, 2, bandwidth=[1.0, 100.0])
+    np.testing.assert_allclose(ds.time_to_target_s.values, ref.time_to_target_s.values, rtol=1e-12)
+    # E' follows E's sampled steps through its rule (hypothesis basis: E' takes E's, model.md
+    # section 6): with only E's seeds uncertain, E''s 5% and 95% times to target are its step
+    # (bandjax.step_s) times E's fewest and most steps, 1,650 and 2,010.
+    only = U.propagate_sweep(REF, {"steps.E": U.Seeds([1800, 1650, 2010])}, 300, 2, bandwidth=[100.0])
+    step = float(bandjax.step_s(REF.replace(wan_Bps=100e9))[IDS.index("band_switch")])
+    np.testing.assert_allclose(only.time_to_target_s.sel(variant="band_switch", bandwidth=100.0).values,
+                               [1650 * step, 1800 * step, 2010 * step], rtol=1e-12)
+    with pytest.raises(ValueError, match=r"no uncertain inputs"):
+        bandjax.sweep(REF, samples=10)
+    with pytest.raises(ValueError, match=r"sweep with samples: enob given; allowed: bandwidth"):
+        bandjax.sweep(sc, enob=[6, 8], samples=10)
+    with pytest.raises(ValueError, match=r"over = 'budget': under uncertain inputs"):
+        bandjax.break_even(sc, "E'", "adamw", over="budget", samples=10)
+
+
+@pytest.mark.parametrize("entry, match", [
+    ('warp = { normal = [1, 2] }', r"\[uncertain\] warp: 'warp' is not a parameter; allowed"),
+    ('wan = { gauss = ["1 GB/s", "1 GB/s"] }', r"\[uncertain\] wan = .*expected one of normal = \[mean, sd\]"),
+    ('wan = { normal = ["1 GB/s"] }', r"expected one of normal = \[mean, sd\]"),
+    ('wan = { normal = ["1 ms", "1 GB/s"] }', r"\[uncertain\] wan.normal\[0\] = '1 ms': unit 'ms' is not a byte rate unit"),
+    ('"d.adamw" = { lognormal = ["0.1 ms", "2 ms"] }', r"lognormal\[1\] = '2 ms': unit 'ms' is not a count unit"),
+    ('"steps.band_switch" = { seeds = [1, 2] }', r"band_switch has no steps of its own"),
+    ('"steps.adamw" = { seeds = [400] }', r"values = \[400\]; must be at least two"),
+])
+def test_bad_uncertain_table(tmp_path, entry, match):
+    path = tmp_path / "sc.toml"
+    path.write_text(f"[uncertain]\n{entry}\n")
+    with pytest.raises(bandjax.ScenarioError, match=match):
+        bandjax.load(path)
