@@ -25,6 +25,7 @@ SECTIONS = (
     "bandjax.report.breakeven",
     "bandjax.report.shared_wan",
     "bandjax.report.figures",  # last: it draws every earlier section's results
+    "bandjax.report.uncertainty",
 )
 
 SCHEMA_VERSION = 1
