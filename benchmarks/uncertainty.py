@@ -52,7 +52,7 @@ def _brentq(sc, d, steps0, static, limit: int) -> tuple[float, np.ndarray]:
     coeffs = []
     wan = COMPONENTS.index("wan")
     for v in d.samples[:n]:
-        s, steps = U._apply(sc, static["fields"], dict(static["steps_index"]), steps0, jnp.asarray(v))
+        s, steps = U._apply(sc, static["fields"], static["steps_index"], steps0, jnp.asarray(v))
         terms = np.asarray(step_terms_s(s))
         step, w = terms.sum(-1), terms[..., wan]
         R, V = step - w, w * float(s.wan_Bps)
