@@ -24,8 +24,8 @@ SECTIONS = (
     "bandjax.report.core",
     "bandjax.report.breakeven",
     "bandjax.report.shared_wan",
-    "bandjax.report.figures",  # last: it draws every earlier section's results
     "bandjax.report.uncertainty",
+    "bandjax.report.figures",  # last: it draws every earlier section's results
 )
 
 SCHEMA_VERSION = 1
