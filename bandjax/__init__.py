@@ -16,6 +16,7 @@ _EXPORTS = {
     "ScenarioError": "units", "Steps": "scenario", "load": "scenario", "reference": "scenario",
     "save": "scenario",
     "Rule": "variants", "Variant": "variants",
+    "Calibration": "calibrate", "calibrate": "calibrate",
     "break_even": "breakeven", "budget_break_even": "breakeven", "enob_break_even": "breakeven",
     "QUANTITIES": "grid", "sweep": "grid",
     "smallest_change": "inverse",
@@ -25,11 +26,12 @@ _EXPORTS = {
     "COMPONENTS": "step", "STAGES": "step", "module_stages_s": "step", "step_s": "step",
     "step_terms_s": "step",
 }
-_MODULES = ("store", "variants")
+_MODULES = ("store", "uncertainty", "variants")
 
 __all__ = [
     "BASES",
     "COMPONENTS",
+    "Calibration",
     "GPUS",
     "PRESETS",
     "QUANTITIES",
@@ -41,6 +43,7 @@ __all__ = [
     "Variant",
     "break_even",
     "budget_break_even",
+    "calibrate",
     "elasticities",
     "enob_break_even",
     "evaluate",
@@ -56,6 +59,7 @@ __all__ = [
     "steps_to_target",
     "sweep",
     "time_to_target_s",
+    "uncertainty",
     "variants",
 ]
 

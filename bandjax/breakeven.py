@@ -343,7 +343,7 @@ def _default_range(over: str, parameter: str, sc: Scenario, steps: tuple, lo, hi
 
 def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
                basis: str = "hypothesis", lo=None, hi=None, grid: int = GRID,
-               max_roots: int = MAX_ROOTS) -> BreakEven:
+               max_roots: int = MAX_ROOTS, samples=None, seed=0, uncertain=None) -> BreakEven:
     """Every crossing of a and b over ``over`` for the scenario (scalar or a grid of fields).
 
     Args:
@@ -356,10 +356,18 @@ def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
         parameter's value / 100 to x 100.
       grid: coarse grid points (log-uniform) that find brackets.
       max_roots: crossings refined per point; raised and re-run if any point has more.
+      samples, seed, uncertain: with ``samples``, the bandwidth break-even under uncertain inputs
+        (``uncertain``, else the scenario's own): :func:`bandjax.uncertainty.propagate_break_even`.
 
     Returns:
-      :class:`BreakEven` (numpy arrays).
+      :class:`BreakEven` (numpy arrays); with ``samples``, a
+      :class:`bandjax.uncertainty.BreakEvenUncertainty`.
     """
+    if samples is not None:
+        from .uncertainty import propagate_break_even
+
+        return propagate_break_even(sc, a, b, uncertain, samples, seed, basis=basis, over=over,
+                                    lo=lo, hi=hi)
     a, b = resolve_variant(a, sc.variants), resolve_variant(b, sc.variants)
     if a == b:
         raise ValueError(f"a = b = {a!r}: a break-even needs two different variants")

@@ -291,6 +291,7 @@ class Scenario:
     fixed_s: dict = field(default_factory=_fixed_default)
     steps: Steps = Steps()
     variants: tuple[Variant, ...] = _variants.VARIANTS
+    uncertain: tuple = ()  # ((parameter, distribution), ...): bandjax.distributions, static
 
     @property
     def gpu_compute_s(self):
@@ -417,6 +418,10 @@ def validate(sc: Scenario) -> Scenario:
     if enobs and float(sc.enob) not in enobs:
         raise ScenarioError(f"[band] enob = {sc.enob!r}: outside the steps table; measured ENOB: "
                             f"{', '.join(str(e) for e in enobs)}")
+    if sc.uncertain:
+        from .distributions import check
+
+        check(sc.uncertain, sc.variants)
     return sc
 
 
@@ -498,6 +503,10 @@ def to_toml_dict(sc: Scenario) -> dict:
     for vid, entries in s.by_enob:
         table[vid] = {str(e): (n if n == NEVER else int(n)) for e, n in entries}
     out["steps"] = table
+    if sc.uncertain:
+        from .distributions import SECTION, to_table
+
+        out[SECTION] = to_table(sc.uncertain)
     return out
 
 
@@ -544,7 +553,7 @@ def from_toml_dict(data: dict) -> Scenario:
     """
     by_key = {(section, key): name for name, (section, key, _, _) in FIELDS.items()}
     extra = {("model", "gpu"), ("model", "gpu_compute")}
-    sections = {s for s, _ in by_key} | {FIXED_SECTION, "steps", VARIANTS_SECTION}
+    sections = {s for s, _ in by_key} | {FIXED_SECTION, "steps", VARIANTS_SECTION, "uncertain"}
     changes: dict[str, Any] = {}
     ref = reference()
     for section, entries in data.items():
@@ -552,7 +561,7 @@ def from_toml_dict(data: dict) -> Scenario:
             raise ScenarioError(f"[{section}] is not a known section; allowed: {', '.join(sorted(sections))}")
         if not isinstance(entries, dict):
             raise ScenarioError(f"{section} = {entries!r}: expected a [{section}] table")
-        if section in (FIXED_SECTION, "steps", VARIANTS_SECTION):
+        if section in (FIXED_SECTION, "steps", VARIANTS_SECTION, "uncertain"):
             continue
         for key, value in entries.items():
             name = by_key.get((section, key))
@@ -591,6 +600,10 @@ def from_toml_dict(data: dict) -> Scenario:
     changes["fixed_s"] = fixed
     steps, registry = _steps_from_toml(data.get("steps", {}), registry)
     sc = dataclasses.replace(ref, variants=registry, steps=steps)
+    if "uncertain" in data:
+        from .distributions import from_table
+
+        sc = dataclasses.replace(sc, uncertain=from_table(data["uncertain"], registry))
     c = changes.get("gpu_compute_s")
     if c is not None and ("gpu_peak_FLOPs" in changes or gpu is not None):
         changes.pop("gpu_compute_s")

@@ -27,6 +27,7 @@ SECTIONS = (
     "bandjax.report.core",
     "bandjax.report.breakeven",
     "bandjax.report.shared_wan",
+    "bandjax.report.uncertainty",
     "bandjax.report.figures",  # last: it draws every earlier section's results
 )
 

@@ -1,0 +1,62 @@
+"""``bandjax calibrate FILE --fit ...``: fit scenario parameters to a table of measured step times."""
+
+from __future__ import annotations
+
+import sys
+
+
+def register_cli(sub) -> None:
+    from .cli import scenario_arg
+
+    p = sub.add_parser(
+        "calibrate", help="fit scenario parameters (d per variant, GPU compute, link rates) to "
+                          "measured step times",
+        description="Fit the named parameters so the closed forms reproduce measured step times "
+                    "(weighted least squares), and print each estimate with its standard error, "
+                    "95%% interval and every row's residual, in units. FILE is a CSV or TOML "
+                    "table, one row per run: variant, step time (step = '4.1 ms', or a step_ms "
+                    "column; repeats as a list or ';'-separated), and the fields that differ from "
+                    "the scenario (bandwidth in GB/s, budget, model, workers_per_dc, any field).")
+    p.add_argument("file", metavar="FILE", help="measurements, .csv or .toml")
+    p.add_argument("--fit", nargs="+", required=True, metavar="PARAM",
+                   help="parameters to fit: d.<variant> (id or label), gpu, a scenario field "
+                        "(worker_port_Bps, wan_Bps, ...) or its file key (wan, worker_port)")
+    p.add_argument("--write", metavar="FILE", help="write the fitted scenario as TOML with units")
+    scenario_arg(p)
+    p.set_defaults(func=_calibrate_cli)
+
+
+def _calibrate_cli(args) -> int:
+    from .calibrate import calibrate
+    from .cli import load_scenario
+
+    cal = calibrate(args.file, args.fit, load_scenario(args))
+    print(cal.table())
+    if args.write:
+        cal.save(args.write)
+        print(f"\nwrote the fitted scenario to {args.write}")
+    if not cal.identifiable:
+        return 1
+    return 0
+
+
+def main(argv=None) -> int:
+    """Run ``bandjax calibrate`` alone (as ``bandjax.cli.main`` would): exit 2 and one line on
+    bad input."""
+    import argparse
+
+    from .units import ScenarioError
+
+    parser = argparse.ArgumentParser(prog="bandjax")
+    sub = parser.add_subparsers(dest="command", required=True)
+    register_cli(sub)
+    args = parser.parse_args(["calibrate", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return int(args.func(args) or 0)
+    except (ScenarioError, ValueError) as e:
+        print(f"bandjax calibrate: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

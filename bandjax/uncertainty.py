@@ -1,0 +1,334 @@
+"""Uncertain inputs carried to the answer: Monte Carlo in one jitted, vmapped call, and the delta
+method through the break-even's implicit gradient.
+
+An uncertain input is a distribution (:mod:`bandjax.distributions`: Normal, LogNormal, Uniform,
+Seeds) on one parameter: a numeric scenario field (by name, file key or ``gpu``, the GPU rate), a
+variant's fixed time (``d.<variant>`` / ``fixed_s.<variant>``) or a variant's steps to target
+(``steps.<variant>``; a variant whose rule takes them, as E' takes E's, follows through its rule).
+A :class:`bandjax.calibrate.Calibration` is a multivariate normal on the parameters it fitted
+(its estimate and covariance). Without ``uncertain`` the scenario's own (``Scenario.uncertain``,
+a file's ``[uncertain]`` table) are propagated.
+
+    propagate_break_even   the break-even bandwidth of a pair: quantiles (5%, 50%, 95%) over the
+                           samples, the probability that a beats b at each bandwidth, and the delta
+                           method's interval: root(mean) +- z sqrt(g^T Sigma g), g = d root / d theta
+                           by implicit differentiation at the root (the fast path; MC checks it)
+    propagate_sweep        quantiles of step and time to target over a bandwidth grid
+
+Samples are drawn with NumPy from ``seed`` outside jit; the model runs once over all of them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import xarray as xr
+
+from . import breakeven as _be
+from .calibrate import Calibration, with_parameters
+from .distributions import STEPS_PREFIX, LogNormal, Normal, Seeds, Uniform, _require, check_center, resolve
+from .metrics import steps_to_target, time_to_target_s
+from .scenario import Scenario
+from .step import step_s
+
+QUANTILES = (0.05, 0.5, 0.95)
+
+
+# --------------------------------------------------------------------------- draws
+
+
+@dataclass(frozen=True)
+class Draws:
+    """Samples of every uncertain parameter (canonical names), their centres and covariance."""
+
+    names: tuple[str, ...]
+    samples: np.ndarray  # (samples, parameter)
+    center: np.ndarray  # (parameter,)
+    cov: np.ndarray  # (parameter, parameter)
+
+
+def inputs(sc: Scenario, uncertain=None) -> dict:
+    """The uncertain inputs to propagate: ``uncertain`` (name -> distribution, a Calibration, or
+    pairs (name, distribution)), or else the scenario's own (``Scenario.uncertain``)."""
+    if uncertain is None:
+        uncertain = sc.uncertain
+    if isinstance(uncertain, Calibration):
+        uncertain = {"calibration": uncertain}
+    uncertain = dict(uncertain)
+    if not uncertain:
+        raise ValueError("uncertain = {}: no uncertain inputs; give uncertain={name: distribution} "
+                         "or an [uncertain] table in the scenario file, e.g. "
+                         "wan = { normal = [\"12.5 GB/s\", \"1 GB/s\"] }")
+    return uncertain
+
+
+def draw(sc: Scenario, uncertain, samples: int, seed: int) -> Draws:
+    """Samples of ``uncertain`` (see :func:`inputs`; None: the scenario's) from
+    ``np.random.default_rng(seed)``."""
+    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 2:
+        raise ValueError(f"samples = {samples!r}: must be a whole number >= 2")
+    uncertain = inputs(sc, uncertain)
+    rng = np.random.default_rng(seed)
+    names, cols, centers, blocks = [], [], [], []
+    for key, dist in uncertain.items():
+        if isinstance(dist, Calibration):
+            ok = np.all(np.isfinite(dist.cov))
+            _require(ok, key, "the calibration's parameters are not identifiable", "identifiable")
+            names += list(dist.names)
+            cols.append(rng.multivariate_normal(dist.estimate, dist.cov, samples))
+            centers += list(dist.estimate)
+            blocks.append(np.asarray(dist.cov))
+            continue
+        if not hasattr(dist, "sample"):
+            raise ValueError(f"uncertain {key!r} = {dist!r}: expected Normal, LogNormal, Uniform, "
+                             "Seeds or a Calibration")
+        dist.check(key)
+        names.append(resolve(key, sc.variants))
+        check_center(names[-1], dist)
+        cols.append(np.asarray(dist.sample(rng, samples), dtype=float)[:, None])
+        centers.append(dist.center)
+        blocks.append(np.array([[dist.variance]]))
+    if len(set(names)) != len(names):
+        raise ValueError(f"uncertain: a parameter is given twice among {names}")
+    size = sum(len(b) for b in blocks)
+    cov = np.zeros((size, size))
+    i = 0
+    for b in blocks:
+        cov[i:i + len(b), i:i + len(b)] = b
+        i += len(b)
+    return Draws(tuple(names), np.concatenate(cols, axis=1), np.asarray(centers), cov)
+
+
+def _followers(sc: Scenario, vid: str, basis: str) -> list[str]:
+    """Variants whose steps move with ``vid``'s on ``basis``: itself, and every variant whose rule
+    takes ``vid`` among its sources there (E' takes E's on the hypothesis basis; on the exact basis
+    the largest of E's and the exact band's)."""
+    return [v.id for v in sc.variants
+            if v.id == vid or (v.rule is not None and vid in v.rule.sources(basis))]
+
+
+def _split(sc: Scenario, names, basis):
+    """(scenario parameter names and their columns, ((variant index, column), ...) for steps
+    measured, ((variant index, source indices), ...) for the rules that follow them)."""
+    fields, own, rules = [], {}, {}
+    for j, n in enumerate(names):
+        if n.startswith(STEPS_PREFIX):
+            vid = n[len(STEPS_PREFIX):]
+            own[sc.ids.index(vid)] = j
+            for w in _followers(sc, vid, basis):
+                if w != vid:
+                    rules[sc.ids.index(w)] = tuple(sc.ids.index(u) for u in sc.variant(w).rule.sources(basis))
+        else:
+            fields.append((n, j))
+    return tuple(fields), (tuple(sorted(own.items())), tuple(sorted(rules.items())))
+
+
+def _apply(sc: Scenario, fields, steps_index, steps0, v):
+    """The scenario and the per-variant steps at one sample ``v`` (traceable): sampled steps
+    set, then each rule that follows them re-taken as the largest of its sources (NaN if any
+    source was not measured, as :meth:`bandjax.scenario.Steps.lookup`)."""
+    sc = with_parameters(sc, {n: v[j] for n, j in fields})
+    own, rules = steps_index
+    steps = jnp.asarray(steps0)
+    for i, j in own:
+        steps = steps.at[..., i].set(v[j])
+    for i, sources in rules:
+        steps = steps.at[..., i].set(jnp.max(steps[..., list(sources)], axis=-1))
+    return sc, steps
+
+
+# --------------------------------------------------------------------------- break-even
+
+
+@dataclass(frozen=True)
+class BreakEvenUncertainty:
+    """The break-even bandwidth of a and b under uncertain inputs, GB/s.
+
+    ``quantiles_GBps`` over :data:`QUANTILES` from Monte Carlo (among samples with a crossing in
+    range; ``crossing_share`` says how many have one); ``delta_GBps`` the same quantiles from the
+    delta method; ``p_a_wins`` (bandwidth,) the probability that a reaches the target first at each
+    of ``bandwidth_GBps``; ``roots_GBps`` (samples,) every sample's first crossing (NaN: none).
+    """
+
+    a: str
+    b: str
+    basis: str
+    names: tuple[str, ...]
+    nominal_GBps: float
+    quantiles_GBps: np.ndarray
+    delta_GBps: np.ndarray
+    delta_sd_GBps: float
+    gradient: np.ndarray  # d root / d parameter at the centre, GB/s per SI unit
+    crossing_share: float
+    bandwidth_GBps: np.ndarray
+    p_a_wins: np.ndarray
+    roots_GBps: np.ndarray
+
+    def summary(self) -> str:
+        q, d = self.quantiles_GBps, self.delta_GBps
+        return (f"{self.a} vs {self.b} ({self.basis}): break-even median {q[1]:.4g} GB/s, 90% "
+                f"interval {q[0]:.4g} to {q[2]:.4g} GB/s (Monte Carlo, {self.crossing_share:.1%} of "
+                f"samples cross in range); delta method {d[1]:.4g} GB/s, {d[0]:.4g} to {d[2]:.4g} GB/s")
+
+
+@partial(jax.jit, static_argnames=("ia", "ib", "fields", "steps_index"))
+def sample_roots(sc, V, steps0, lo, hi, *, ia, ib, fields, steps_index):
+    """Every sample's first crossing of a (index ``ia``) and b over WAN bandwidth, B/s (NaN: none
+    in [lo, hi]): one vmapped search over the rows of ``V`` (samples, parameter)."""
+
+    def one(v):
+        s, steps = _apply(sc, fields, steps_index, steps0, v)
+        return _be.bandwidth_crossings(s, ia, ib, steps[ia], steps[ib], lo, hi).x[..., 0]
+
+    return jax.vmap(one)(V)
+
+
+@partial(jax.jit, static_argnames=("ia", "ib", "fields", "steps_index"))
+def _sample_wins(sc, V, steps0, grid_Bps, *, ia, ib, fields, steps_index):
+    """Whether a reaches the target before b at each grid bandwidth, per sample."""
+
+    def one(v):
+        s, steps = _apply(sc, fields, steps_index, steps0, v)
+        T = time_to_target_s(s.replace(wan_Bps=grid_Bps), steps)  # (grid, variant)
+        return T[..., ia] < T[..., ib]
+
+    return jax.vmap(one)(V)
+
+
+def _root_at(sc, v, steps0, lo, hi, ia, ib, fields, steps_index):
+    s, steps = _apply(sc, fields, steps_index, steps0, v)
+    return _be.bandwidth_crossings(s, ia, ib, steps[ia], steps[ib], lo, hi).x[..., 0]
+
+
+def prepare(sc: Scenario, a: str, b: str, uncertain, samples: int, seed: int, basis: str):
+    """(draws, per-variant steps at the centre, the static arguments of :func:`sample_roots`)."""
+    a, b = _be.resolve_variant(a, sc.variants), _be.resolve_variant(b, sc.variants)
+    if a == b:
+        raise ValueError(f"a = b = {a!r}: a break-even needs two different variants")
+    d = draw(sc, uncertain, samples, seed)
+    fields, steps_index = _split(sc, d.names, basis)
+    static = dict(ia=sc.ids.index(a), ib=sc.ids.index(b), fields=fields, steps_index=steps_index)
+    return d, steps_to_target(sc, None, basis), static
+
+
+def propagate_break_even(sc: Scenario, a: str, b: str, uncertain, samples: int = 10_000,
+                         seed: int = 0, *, basis: str = "hypothesis", bandwidth=None,
+                         lo_GBps: float = _be.BANDWIDTH_RANGE_GBps[0],
+                         hi_GBps: float = _be.BANDWIDTH_RANGE_GBps[1], over: str = "bandwidth",
+                         lo=None, hi=None) -> BreakEvenUncertainty:
+    """The break-even bandwidth of a and b with uncertain inputs: Monte Carlo and the delta method.
+
+    Args:
+      sc: the scenario (scalar fields).
+      a, b: variant ids or labels.
+      uncertain: parameter name -> :class:`Normal` / :class:`LogNormal` / :class:`Uniform` /
+        :class:`Seeds`, or a Calibration (its covariance), in SI units (steps: a count).
+      samples, seed: Monte Carlo size and the NumPy seed.
+      basis: which steps E' takes.
+      bandwidth: GB/s at which to give the probability that a wins (default 33 points, log-uniform
+        over the range).
+      lo_GBps, hi_GBps: the searched range (``lo``, ``hi``: the same in B/s, as
+        :func:`bandjax.break_even` takes them).
+      over: ``"bandwidth"``, the one search run under uncertain inputs.
+
+    Returns:
+      :class:`BreakEvenUncertainty`. The delta method linearises the first crossing at the
+      distributions' means: sd^2 = g^T Sigma g with g from implicit differentiation at the root.
+    """
+    if _be.OVER.get(over, over) != "wan_Bps":
+        raise ValueError(f"over = {over!r}: under uncertain inputs (samples) the break-even is "
+                         "searched over 'bandwidth' only")
+    lo_GBps = lo_GBps if lo is None else float(lo) / 1e9
+    hi_GBps = hi_GBps if hi is None else float(hi) / 1e9
+    if not 0 < lo_GBps < hi_GBps < math.inf:
+        raise ValueError(f"lo, hi = {lo_GBps:g}, {hi_GBps:g} GB/s: must be 0 < lo < hi, finite")
+    a, b = _be.resolve_variant(a, sc.variants), _be.resolve_variant(b, sc.variants)
+    d, steps0, static = prepare(sc, a, b, uncertain, samples, seed, basis)
+    grid = np.geomspace(lo_GBps, hi_GBps, 33) if bandwidth is None else np.atleast_1d(
+        np.asarray(bandwidth, dtype=float))
+    lo, hi = lo_GBps * 1e9, hi_GBps * 1e9
+    V, S = jnp.asarray(d.samples), jnp.asarray(steps0)
+    roots = sample_roots(sc, V, S, lo, hi, **static)
+    wins = _sample_wins(sc, V, S, jnp.asarray(grid * 1e9), **static)
+    roots = np.asarray(roots) / 1e9
+    crossed = np.isfinite(roots)
+    q = np.quantile(roots[crossed], QUANTILES) if crossed.any() else np.full(len(QUANTILES), np.nan)
+
+    center = jnp.asarray(d.center)
+    root_fn = partial(_root_at, sc, steps0=jnp.asarray(steps0), lo=lo, hi=hi, **static)
+    nominal = float(root_fn(center)) / 1e9
+    g = np.asarray(jax.grad(root_fn)(center)) / 1e9 if math.isfinite(nominal) else np.full(len(d.names), np.nan)
+    sd = float(np.sqrt(g @ d.cov @ g))
+    from scipy.stats import norm
+
+    z = norm.ppf(np.asarray(QUANTILES))
+    return BreakEvenUncertainty(
+        a=a, b=b, basis=basis, names=d.names, nominal_GBps=nominal, quantiles_GBps=q,
+        delta_GBps=nominal + z * sd, delta_sd_GBps=sd, gradient=g,
+        crossing_share=float(np.mean(crossed)), bandwidth_GBps=grid,
+        p_a_wins=np.mean(np.asarray(wins), axis=0), roots_GBps=roots)
+
+
+# --------------------------------------------------------------------------- sweep
+
+
+@partial(jax.jit, static_argnames=("fields", "steps_index"))
+def _sweep_samples(sc, V, steps0, grid_Bps, quantiles, *, fields, steps_index):
+
+    def one(v):
+        s, steps = _apply(sc, fields, steps_index, steps0, v)
+        s = s.replace(wan_Bps=grid_Bps)
+        return step_s(s), time_to_target_s(s, steps)
+
+    step, ttt = jax.vmap(one)(V)  # (samples, bandwidth, variant)
+    return jnp.quantile(step, quantiles, axis=0), jnp.quantile(ttt, quantiles, axis=0)
+
+
+DEFAULT_BANDWIDTH_GBps = (0.1, 1, 12.5, 100, 1000)
+
+
+def propagate_sweep(sc: Scenario, uncertain, samples: int = 10_000, seed: int = 0, *,
+                    bandwidth=DEFAULT_BANDWIDTH_GBps, basis: str = "hypothesis",
+                    others: dict | None = None) -> xr.Dataset:
+    """Quantiles (5%, 50%, 95%) of every variant's step time and time to target over WAN
+    bandwidths (GB/s) under uncertain inputs, Monte Carlo in one jitted, vmapped call.
+
+    Returns an ``xarray.Dataset`` over (quantile, bandwidth, variant) with ``step_s`` and
+    ``time_to_target_s`` (s; NaN where a variant never reaches the target or was not measured).
+    ``others``: the rest of :func:`bandjax.sweep`'s arguments, which must be unset here (set
+    them on the scenario: ``sc.replace(...)``).
+    """
+    given = sorted(k for k, v in (others or {}).items() if v is not None)
+    if given:
+        raise ValueError(f"sweep with samples: {', '.join(given)} given; allowed: bandwidth (GB/s) "
+                         "and basis (set other fields on the scenario, sc.replace(...))")
+    bandwidth = DEFAULT_BANDWIDTH_GBps if bandwidth is None else bandwidth
+    basis = "hypothesis" if basis is None else basis
+    d = draw(sc, uncertain, samples, seed)
+    fields, steps_index = _split(sc, d.names, basis)
+    grid = np.atleast_1d(np.asarray(bandwidth, dtype=float))
+    if not np.all(np.isfinite(grid) & (grid > 0)):
+        raise ValueError(f"bandwidth = {bandwidth!r}: must be finite numbers > 0 GB/s")
+    step, ttt = _sweep_samples(sc, jnp.asarray(d.samples), jnp.asarray(steps_to_target(sc, None, basis)),
+                               jnp.asarray(grid * 1e9), jnp.asarray(QUANTILES), fields=fields,
+                               steps_index=steps_index)
+    dims = ("quantile", "bandwidth", "variant")
+    coords = {"quantile": list(QUANTILES),
+              "bandwidth": xr.Variable("bandwidth", grid, {"units": "GB/s"}),
+              "variant": list(sc.ids)}
+    ds = xr.Dataset({
+        "step_s": xr.Variable(dims, np.asarray(step), {"units": "s", "long_name": "step time"}),
+        "time_to_target_s": xr.Variable(dims, np.asarray(ttt), {"units": "s", "long_name": "time to the target loss"}),
+    }, coords=coords)
+    ds.attrs.update({"uncertain": ", ".join(d.names), "samples": int(samples), "seed": int(seed),
+                     "basis": basis})
+    return ds
+
+
+__all__ = ["BreakEvenUncertainty", "Draws", "LogNormal", "Normal", "QUANTILES", "Seeds", "Uniform",
+           "draw", "prepare", "propagate_break_even", "sample_roots", "propagate_sweep"]
