@@ -6,7 +6,7 @@ import sys
 
 
 def register_cli(sub) -> None:
-    from .cli import scenario_arg
+    from .cliargs import scenario_arg
 
     p = sub.add_parser(
         "calibrate", help="fit scenario parameters (d per variant, GPU compute, link rates) to "
@@ -28,7 +28,7 @@ def register_cli(sub) -> None:
 
 def _calibrate_cli(args) -> int:
     from .calibrate import calibrate
-    from .cli import load_scenario
+    from .cliargs import load_scenario
 
     cal = calibrate(args.file, args.fit, load_scenario(args))
     print(cal.table())

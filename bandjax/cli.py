@@ -16,13 +16,13 @@ import argparse
 import os
 import sys
 
-from . import breakeven_cli, store_cli
+from . import breakeven_cli, calibrate_cli, store_cli
 from .report import cli as report_cli
 from .report import shared_wan
 from .units import ScenarioError
 
 # each register_cli(subparsers) adds one or more subcommands, in this order in --help
-COMMANDS = (report_cli, breakeven_cli, shared_wan, store_cli)
+COMMANDS = (report_cli, breakeven_cli, shared_wan, store_cli, calibrate_cli)
 
 EXIT_ERROR = 2  # as argparse's own usage errors
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
