@@ -31,22 +31,18 @@ class _Fake:
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
-    import sys
-
-    sys.modules["_fake_results_section"] = _Fake
     mp = pytest.MonkeyPatch()
-    mp.setattr(report, "SECTIONS", ("_fake_results_section", "bandjax.report.figures"))
+    mp.setattr(report, "SECTIONS", (_Fake, figures))
     out = tmp_path_factory.mktemp("report")
     try:
         paths = report.write(out, bj.reference())
     finally:
         mp.undo()
-        del sys.modules["_fake_results_section"]
     return out, paths
 
 
 def test_section_is_last():
-    assert report.SECTIONS[-1] == "bandjax.report.figures"
+    assert report.SECTIONS[-1] is figures
 
 
 def test_figures_written_whole(written):

@@ -13,7 +13,6 @@ figures under ``ctx["out"]``, or results computed once and reused).
 from __future__ import annotations
 
 import glob
-import importlib
 import json
 import math
 import os
@@ -23,14 +22,18 @@ from pathlib import Path
 from .._io import atomic_write_text
 from ..scenario import Scenario, reference
 
+from . import breakeven, cluster, core, figures, headline, shared_wan
+
 SECTIONS = (
-    "bandjax.report.core",
-    "bandjax.report.breakeven",
-    "bandjax.report.shared_wan",
-    "bandjax.report.figures",  # last: it draws every earlier section's results
+    core,
+    breakeven,
+    cluster,
+    shared_wan,
+    headline,  # after the sections it reads; rendered first in results.md
+    figures,  # last: it draws every earlier section's results
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def _json_ready(x):
@@ -55,13 +58,16 @@ def build(scenario: Scenario | None = None, ctx: dict | None = None) -> dict:
     ctx = {} if ctx is None else ctx
     results: dict = {"schema_version": SCHEMA_VERSION}
     ctx["results"] = results  # a section may read the sections before it
-    for path in SECTIONS:
-        results.update(importlib.import_module(path).build(sc, ctx))
+    for section in SECTIONS:
+        results.update(section.build(sc, ctx))
     return _json_ready(results)
 
 
 def markdown(results: dict) -> str:
-    parts = [importlib.import_module(path).markdown(results) for path in SECTIONS]
+    """results.md: the title and the headline, then every section in order."""
+    parts = [section.markdown(results) for section in SECTIONS if section is not headline]
+    title, _, rest = parts[0].partition("\n\n")
+    parts = [title, headline.markdown(results), rest, *parts[1:]]
     return "\n\n".join(p.strip() for p in parts if p.strip()) + "\n"
 
 

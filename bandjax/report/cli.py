@@ -10,7 +10,13 @@ from ..cli import load_scenario, scenario_arg
 def _report(args) -> int:
     from . import write
 
+    import json
+
+    from .headline import lines
+
     paths = write(args.out, load_scenario(args))
+    for line in lines(json.loads(paths["json"].read_text())):
+        print(line)
     for p in paths.values():
         print(f"wrote {p}")
     return 0
