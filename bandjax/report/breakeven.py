@@ -63,6 +63,25 @@ def compared_pairs(sc: Scenario) -> list[tuple[str, str, str]]:
             for basis in (BASES if {a, b} & dependent else ("hypothesis",))]
 
 
+def inverse_pairs(sc: Scenario, ctx: dict) -> list[tuple[str, str, str]]:
+    """(a, b, basis): each in-transit variant of the compared pairs against the variant that
+    reaches the target first at the scenario (on each basis where a's steps depend on it)."""
+    from . import passes
+
+    sw = passes.of(sc, ctx)
+    t = sw.at(sw.point, passes.scenario_budget(sc))["time_to_target_s"]
+    dependent = set(_v.basis_dependent(sc.variants))
+    firsts = [a for a in dict.fromkeys(a for a, _, _ in compared_pairs(sc)) if sc.variant(a).in_transit]
+    out = []
+    for a in firsts:
+        for basis in (BASES if a in dependent else ("hypothesis",)):
+            at = t.sel(basis=basis).fillna(np.inf)
+            winner = sc.ids[int(np.argmin(at.values))]
+            if winner != a:
+                out.append((a, winner, basis))
+    return out
+
+
 def _short(vid, names: dict | None = None):
     """A variant's short label: from ``names`` (id -> short, a report's setup) or the study's
     registry."""
@@ -119,7 +138,8 @@ def build(scenario: Scenario, ctx: dict) -> dict:
         entry = _entry(a, b, basis, c, p)
         entry["budget"] = _budget_label(sc)
         crossings.append(entry)
-        names = [n for n in be.parameter_names(a, b) if n != "wan_Bps" and n not in energy]
+        names = [n for n in be.parameter_names(a, b)
+                 if n != "wan_Bps" and n not in energy and n in be.PARAMETERS]
         for k, x in enumerate(entry["GBps"]):
             values = {n: float(jac[p, k, be.PARAMETERS.index(n)]) + 0.0 for n in names}
             sensitivity.append({
@@ -150,7 +170,7 @@ def build(scenario: Scenario, ctx: dict) -> dict:
                         "elasticity": budget["elasticity"]})
 
     inverse = []
-    for a, b, basis in compared_pairs(sc):
+    for a, b, basis in inverse_pairs(sc, ctx):
         for p in INVERSE_PARAMETERS:
             c = inv.smallest_change(sc, a, b, p, basis=basis)
             inverse.append({**c.as_dict(), "target_GBps": float(sc.wan_Bps) / 1e9})
