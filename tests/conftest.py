@@ -19,3 +19,30 @@ def small_shared_wan_runs():
         mp.setattr(shared_wan, "STEPS", 20)
         mp.setattr(shared_wan, "SCHEDULER", "inline")
         yield
+
+
+@pytest.fixture(scope="session")
+def reference_report(tmp_path_factory, small_shared_wan_runs):
+    """The reference report, built once for every report and page test: (folder, results dict as
+    written to results.json, results.md text, the one pass of sweeps it was built from)."""
+    import json
+
+    import bandjax
+    from bandjax import report
+
+    out = tmp_path_factory.mktemp("reference_report")
+    sweeps = {}
+    build = report.build
+
+    def keep(scenario=None, ctx=None):
+        ctx = {} if ctx is None else ctx
+        try:
+            return build(scenario, ctx)
+        finally:
+            sweeps["pass"] = ctx.get("sweeps")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(report, "build", keep)
+        paths = report.write(out / "rep", bandjax.reference())
+    results = json.loads(paths["json"].read_text())
+    return out / "rep", results, paths["md"].read_text(), sweeps["pass"]

@@ -176,7 +176,7 @@ def one_quick_section(monkeypatch):
                                                 if hasattr(sys.stderr, "getvalue") else "") or {}
     section.markdown = lambda results: "## Quick"
     monkeypatch.setitem(sys.modules, "quick_section", section)
-    monkeypatch.setattr(report, "SECTIONS", ("quick_section",))
+    monkeypatch.setattr(report, "SECTIONS", (section,))
     return seen
 
 

@@ -31,22 +31,18 @@ class _Fake:
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
-    import sys
-
-    sys.modules["_fake_results_section"] = _Fake
     mp = pytest.MonkeyPatch()
-    mp.setattr(report, "SECTIONS", ("_fake_results_section", "bandjax.report.figures"))
+    mp.setattr(report, "SECTIONS", (_Fake, figures))
     out = tmp_path_factory.mktemp("report")
     try:
         paths = report.write(out, bj.reference())
     finally:
         mp.undo()
-        del sys.modules["_fake_results_section"]
     return out, paths
 
 
 def test_section_is_last():
-    assert report.SECTIONS[-1] == "bandjax.report.figures"
+    assert report.SECTIONS[-1] is figures
 
 
 def test_figures_written_whole(written):
@@ -96,17 +92,22 @@ def test_missing_results_are_named_in_the_markdown(tmp_path):
     assert "shared_wan_trace" not in [e["id"] for e in res["figures"]]
 
 
-def test_variant_colours_follow_the_registry(monkeypatch):
-    """A variant added to the registry gets its own colour (and legend entry), never another's."""
+def test_variant_colours_follow_the_registry():
+    """A variant added to the scenario gets its own colour (and legend entry), never another's,
+    even when its ``colour`` field repeats an earlier variant's."""
     from dataclasses import replace
 
+    from bandjax.report import views
+
     seventh = replace(bj.variants.VARIANTS[0], id="seventh", label="a seventh way", short="G")
-    monkeypatch.setattr(bj.variants, "VARIANTS", (*bj.variants.VARIANTS, seventh))
-    colors = figures.variant_colors()
-    assert list(colors) == [v.short for v in bj.variants.VARIANTS]
+    sc = bj.reference().with_variant(seventh, steps=420)
+    colors = figures.variant_colors(sc.variants)
+    assert list(colors) == [v.short for v in sc.variants]
     assert len(set(colors.values())) == len(colors) == 7
-    assert figures.variant_colors()["AdamW"] == figures.PALETTE[0]  # the first keeps its colour
-    assert "a seventh way" in figures._label_expr()
+    assert colors["AdamW"] == figures.PALETTE[0]  # the first keeps its colour
+    with views.registry(sc):
+        assert "a seventh way" in figures._label_expr()
+    assert "a seventh way" not in figures._label_expr()  # outside, the study's six
 
 
 def test_names_cover_every_scenario_field():

@@ -13,25 +13,44 @@ figures under ``ctx["out"]``, or results computed once and reused).
 from __future__ import annotations
 
 import glob
-import importlib
 import json
 import math
 import os
 import shutil
+import sys
 from pathlib import Path
 
 from .._io import atomic_write_text
 from ..scenario import Scenario, reference
 
-SECTIONS = (
-    "bandjax.report.core",
-    "bandjax.report.breakeven",
-    "bandjax.report.shared_wan",
-    "bandjax.report.uncertainty",
-    "bandjax.report.figures",  # last: it draws every earlier section's results
-)
+def _sections() -> tuple:
+    """The report's sections, in order. Imported here, not at the top, so that the command line
+    (``bandjax --help``) can import this package without loading jax."""
+    from . import breakeven, cluster, core, figures, headline, shared_wan, uncertainty
 
-SCHEMA_VERSION = 1
+    return (
+        core,
+        breakeven,
+        cluster,
+        shared_wan,
+        uncertainty,
+        headline,  # after the sections it reads; rendered first in results.md
+        figures,  # last: it draws every earlier section's results
+    )
+
+
+def __getattr__(name):
+    # SECTIONS (a tuple of section modules) is built on first use; tests may replace it
+    if name == "SECTIONS":
+        globals()["SECTIONS"] = _sections()
+        return globals()["SECTIONS"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _current_sections() -> tuple:
+    return getattr(sys.modules[__name__], "SECTIONS")
+
+SCHEMA_VERSION = 2
 
 
 def _json_ready(x):
@@ -56,15 +75,21 @@ def build(scenario: Scenario | None = None, ctx: dict | None = None) -> dict:
     ctx = {} if ctx is None else ctx
     results: dict = {"schema_version": SCHEMA_VERSION}
     ctx["results"] = results  # a section may read the sections before it
-    for path in SECTIONS:
-        if ctx.get("progress"):  # told before the import: a section's first import loads jax
-            ctx["progress"](path.rsplit(".", 1)[-1])
-        results.update(importlib.import_module(path).build(sc, ctx))
+    for section in _current_sections():
+        if ctx.get("progress"):
+            ctx["progress"](section.__name__.rsplit(".", 1)[-1])
+        results.update(section.build(sc, ctx))
     return _json_ready(results)
 
 
 def markdown(results: dict) -> str:
-    parts = [importlib.import_module(path).markdown(results) for path in SECTIONS]
+    """results.md: the title and the headline, then every section in order."""
+    parts = [section.markdown(results) for section in _current_sections()
+             if getattr(section, "KEY", None) != "headline"]
+    title, _, rest = parts[0].partition("\n\n")
+    from . import headline
+
+    parts = [title, headline.markdown(results), rest, *parts[1:]]
     return "\n\n".join(p.strip() for p in parts if p.strip()) + "\n"
 
 

@@ -38,19 +38,58 @@ BASIS_NOTE = {
 }
 
 
-def pairs() -> list[tuple[str, str, str | None]]:
-    """(a, b, basis) for every pair of variants, the later variant of the registry as a; both bases
-    where E' is in the pair, one entry (basis None) otherwise."""
+def pairs(sc: Scenario | None = None) -> list[tuple[str, str, str | None]]:
+    """(a, b, basis) for every pair of the scenario's variants, the later variant of the registry
+    as a; both bases where a basis-dependent variant is in the pair, one entry (basis None)
+    otherwise."""
+    registry = _v.VARIANTS if sc is None else sc.variants
+    ids, dependent = _v.ids(registry), _v.basis_dependent(registry)
     out = []
-    for i, j in itertools.combinations(range(len(_v.IDS)), 2):
-        a, b = _v.IDS[j], _v.IDS[i]
-        for basis in (BASES if "band_switch" in (a, b) else (None,)):
+    for i, j in itertools.combinations(range(len(ids)), 2):
+        a, b = ids[j], ids[i]
+        for basis in (BASES if {a, b} & set(dependent) else (None,)):
             out.append((a, b, basis))
     return out
 
 
-def _short(vid):
-    return _v.get(vid).short if vid else "-"
+def compared_pairs(sc: Scenario) -> list[tuple[str, str, str]]:
+    """(a, b, basis) of the pairs the report compares side by side (:data:`variants.DEFAULT_PAIRS`
+    present in the scenario, else each in-transit variant against each that is not): on both
+    bases where the pair's steps depend on the basis, on the hypothesis basis otherwise."""
+    ids, dependent = set(sc.ids), set(_v.basis_dependent(sc.variants))
+    chosen = [(a, b) for a, b in _v.DEFAULT_PAIRS if a in ids and b in ids] or [
+        (a.id, b.id) for a in sc.variants if a.in_transit for b in sc.variants if not b.in_transit]
+    return [(a, b, basis) for a, b in chosen
+            for basis in (BASES if {a, b} & dependent else ("hypothesis",))]
+
+
+def inverse_pairs(sc: Scenario, ctx: dict) -> list[tuple[str, str, str]]:
+    """(a, b, basis): each in-transit variant of the compared pairs against the variant that
+    reaches the target first at the scenario (on each basis where a's steps depend on it)."""
+    from . import passes
+
+    sw = passes.of(sc, ctx)
+    t = sw.at(sw.point, passes.scenario_budget(sc))["time_to_target_s"]
+    dependent = set(_v.basis_dependent(sc.variants))
+    firsts = [a for a in dict.fromkeys(a for a, _, _ in compared_pairs(sc)) if sc.variant(a).in_transit]
+    out = []
+    for a in firsts:
+        for basis in (BASES if a in dependent else ("hypothesis",)):
+            at = t.sel(basis=basis).fillna(np.inf)
+            winner = sc.ids[int(np.argmin(at.values))]
+            if winner != a:
+                out.append((a, winner, basis))
+    return out
+
+
+def _short(vid, names: dict | None = None):
+    """A variant's short label: from ``names`` (id -> short, a report's setup) or the study's
+    registry."""
+    if not vid:
+        return "-"
+    if names and vid in names:
+        return names[vid]
+    return _v.BY_ID[vid].short if vid in _v.BY_ID else vid
 
 
 def _budget_label(sc: Scenario) -> str:
@@ -61,11 +100,11 @@ def _budget_label(sc: Scenario) -> str:
 def _all_pairs(sc: Scenario, budgets=None):
     """Crossings and elasticities of every pair at once (pairs on the last axis; budgets, when
     given as FLOP/s, on the axis before it)."""
-    ps = pairs()
-    ia = np.array([_v.IDS.index(a) for a, _, _ in ps])
-    ib = np.array([_v.IDS.index(b) for _, b, _ in ps])
-    na = np.array([sc.steps.lookup(a, float(sc.enob), basis or "hypothesis") for a, _, basis in ps])
-    nb = np.array([sc.steps.lookup(b, float(sc.enob), basis or "hypothesis") for _, b, basis in ps])
+    ps = pairs(sc)
+    ia = np.array([sc.ids.index(a) for a, _, _ in ps])
+    ib = np.array([sc.ids.index(b) for _, b, _ in ps])
+    na = np.array([sc.steps_of(a, float(sc.enob), basis or "hypothesis") for a, _, basis in ps])
+    nb = np.array([sc.steps_of(b, float(sc.enob), basis or "hypothesis") for _, b, basis in ps])
     if budgets is not None:
         sc = sc.replace(budget_FLOPs=np.asarray(budgets, dtype=float)[:, None])
     lo, hi = (g * 1e9 for g in be.BANDWIDTH_RANGE_GBps)
@@ -99,7 +138,8 @@ def build(scenario: Scenario, ctx: dict) -> dict:
         entry = _entry(a, b, basis, c, p)
         entry["budget"] = _budget_label(sc)
         crossings.append(entry)
-        names = [n for n in be.parameter_names(a, b) if n != "wan_Bps" and n not in energy]
+        names = [n for n in be.parameter_names(a, b)
+                 if n != "wan_Bps" and n not in energy and n in be.PARAMETERS]
         for k, x in enumerate(entry["GBps"]):
             values = {n: float(jac[p, k, be.PARAMETERS.index(n)]) + 0.0 for n in names}
             sensitivity.append({
@@ -110,14 +150,15 @@ def build(scenario: Scenario, ctx: dict) -> dict:
     _, cb, _ = _all_pairs(sc, budgets)
     by_budget = []
     for p, (a, b, basis) in enumerate(ps):
-        if _v.get(a).module or _v.get(b).module:
+        if sc.variant(a).module or sc.variant(b).module:
             for i, label in enumerate(BUDGETS):
                 by_budget.append({**_entry(a, b, basis, cb, (i, p)), "budget": label})
 
     enob = []
-    for a in (v.id for v in _v.VARIANTS if v.in_transit):
-        for b in (v.id for v in _v.VARIANTS if not v.in_transit):
-            for basis in (BASES if a == "band_switch" else (None,)):
+    dependent = _v.basis_dependent(sc.variants)
+    for a in (v.id for v in sc.variants if v.in_transit):
+        for b in (v.id for v in sc.variants if not v.in_transit):
+            for basis in (BASES if a in dependent else (None,)):
                 lowest = be.enob_break_even(sc, a, b, ENOB_GRID_GBps, basis=basis or "hypothesis")
                 enob.append({"a": a, "b": b, "basis": basis, "GBps": list(ENOB_GRID_GBps),
                              "enob": [None if np.isnan(e) else float(e) for e in lowest]})
@@ -129,8 +170,7 @@ def build(scenario: Scenario, ctx: dict) -> dict:
                         "elasticity": budget["elasticity"]})
 
     inverse = []
-    for a, b, basis in (("band_switch", "band_gpu_allreduce", "exact"),
-                        ("band_switch", "adamw", "hypothesis"), ("band_switch", "adamw", "exact")):
+    for a, b, basis in inverse_pairs(sc, ctx):
         for p in INVERSE_PARAMETERS:
             c = inv.smallest_change(sc, a, b, p, basis=basis)
             inverse.append({**c.as_dict(), "target_GBps": float(sc.wan_Bps) / 1e9})
@@ -153,19 +193,19 @@ def _fmt_GBps(x: float) -> str:
     return f"{x:.4g} GB/s ({8 * x:.4g} Gb/s)"
 
 
-def _pair_label(e: dict) -> str:
-    return f"{_short(e['a'])} vs {_short(e['b'])}"
+def _pair_label(e: dict, names=None) -> str:
+    return f"{_short(e['a'], names)} vs {_short(e['b'], names)}"
 
 
 def _basis_label(basis) -> str:
     return basis if basis else "either"
 
 
-def _crossing_cell(e: dict) -> str:
+def _crossing_cell(e: dict, names=None) -> str:
     if e["GBps"]:
         return ", ".join(_fmt_GBps(x) for x in e["GBps"])
     if e["status"] in ("a_wins_throughout", "b_wins_throughout"):
-        return f"none in range ({_short(e['winners'][0])} wins throughout)"
+        return f"none in range ({_short(e['winners'][0], names)} wins throughout)"
     return f"none ({e['status'].replace('_', ' ')})"
 
 
@@ -173,6 +213,7 @@ def markdown(results: dict) -> str:
     if "break_even_GBps" not in results:
         return ""
     lo, hi = results["break_even_range_GBps"]
+    names = {vid: v["short"] for vid, v in results.get("setup", {}).get("variants", {}).items()}
     out = ["## Break-evens", "",
            f"Where two variants reach the target loss in the same time, searched over {lo:g} to "
            f"{hi:g} GB/s of WAN bandwidth per direction (closed forms, d calibrated to the study's "
@@ -182,10 +223,10 @@ def markdown(results: dict) -> str:
            "| pair | basis | budget | break-even | faster below | faster above |",
            "|---|---|---|---|---|---|"]
     for e in results["break_even_GBps"]:
-        below = _short(e["winner_below"]) if e["GBps"] else "-"
-        above = _short(e["winner_above"]) if e["GBps"] else "-"
-        out.append(f"| {_pair_label(e)} | {_basis_label(e['basis'])} | {e['budget']} | "
-                   f"{_crossing_cell(e)} | {below} | {above} |")
+        below = _short(e["winner_below"], names) if e["GBps"] else "-"
+        above = _short(e["winner_above"], names) if e["GBps"] else "-"
+        out.append(f"| {_pair_label(e, names)} | {_basis_label(e['basis'])} | {e['budget']} | "
+                   f"{_crossing_cell(e, names)} | {below} | {above} |")
 
     if results.get("break_even_GBps_by_budget"):
         out += ["", "### With the module's budget at [free], [low] and [high]", "",
@@ -195,8 +236,8 @@ def markdown(results: dict) -> str:
         for e in results["break_even_GBps_by_budget"]:
             rows.setdefault((e["a"], e["b"], e["basis"]), {})[e["budget"]] = e
         for (a, b, basis), cells in rows.items():
-            out.append(f"| {_short(a)} vs {_short(b)} | {_basis_label(basis)} | "
-                       + " | ".join(_crossing_cell(cells[k]) for k in BUDGETS) + " |")
+            out.append(f"| {_short(a, names)} vs {_short(b, names)} | {_basis_label(basis)} | "
+                       + " | ".join(_crossing_cell(cells[k], names) for k in BUDGETS) + " |")
 
     budget = results["budget_break_even"]
     out += ["", "### Budget", "",
@@ -213,7 +254,7 @@ def markdown(results: dict) -> str:
     out += ["| pair | basis | " + " | ".join(f"{g:g} GB/s" for g in grid) + " |",
             "|---|---|" + "---|" * len(grid)]
     for e in results["enob_break_even"]:
-        out.append(f"| {_pair_label(e)} | {_basis_label(e['basis'])} | "
+        out.append(f"| {_pair_label(e, names)} | {_basis_label(e['basis'])} | "
                    + " | ".join("-" if v is None else f"{v:g} bits" for v in e["enob"]) + " |")
 
     out += ["", "### Sensitivities", "",
@@ -227,7 +268,7 @@ def markdown(results: dict) -> str:
         if s["quantity"] == "budget_break_even":
             out.append(f"| budget | {s['GFLOPs']:.4g} GFLOP/s | {', '.join(top)} |")
         else:
-            out.append(f"| {_short(s['a'])} vs {_short(s['b'])} ({_basis_label(s['basis'])}) | "
+            out.append(f"| {_short(s['a'], names)} vs {_short(s['b'], names)} ({_basis_label(s['basis'])}) | "
                        f"{_fmt_GBps(s['GBps'])} | {', '.join(top)} |")
 
     out += ["", "### What would it take?", "",
@@ -235,7 +276,7 @@ def markdown(results: dict) -> str:
             "makes the first variant win; searched from / 100 to x 100 of the current value.", "",
             "| target | parameter | current | needed | change |", "|---|---|---|---|---|"]
     for c in results["inverse"]:
-        target = f"{_short(c['a'])} beats {_short(c['b'])} ({c['basis']}) at {c['target_GBps']:g} GB/s"
+        target = f"{_short(c['a'], names)} beats {_short(c['b'], names)} ({c['basis']}) at {c['target_GBps']:g} GB/s"
         if c["status"] == "already":
             needed, change = "already wins", "-"
         elif c["status"] == "found":

@@ -39,11 +39,17 @@ def _progress(out: str):
 def _report(args) -> int:
     from . import check_out, write
 
+    import json
+
+    from .headline import lines
+
     # no jax yet: a bad scenario or output folder is told at once, in one line
     sc = load_scenario(args)
     check_out(args.out)
     ctx = {"shared_wan": {"progress": False}} if args.quiet else {"progress": _progress(args.out)}
     paths = write(args.out, sc, ctx=ctx)
+    for line in lines(json.loads(paths["json"].read_text())):
+        print(line)
     for p in paths.values():
         print(f"wrote {p}")
     return 0

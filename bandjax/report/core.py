@@ -7,15 +7,12 @@ import math
 
 import numpy as np
 
-from .. import variants as _v
-from ..grid import sweep
 from ..scenario import BASES, PRESETS, Scenario, to_toml_dict
 from ..step import COMPONENT_LABELS, COMPONENTS, STAGES, budget_break_even_FLOPs
+from . import passes
+from .constants import BUDGETS, ENERGY_PARTS, STATUS
 
 KEY = "core"
-BUDGETS = ("free", "low", "high")
-H_VALUES = (1, 10, 100, 1000)
-MODELS = ("study", "llama3-8b")
 
 UNITS = {
     "step_ms": "ms", "stages_ms": "ms", "budget_break_even_GFLOPs": "GFLOP/s",
@@ -24,11 +21,13 @@ UNITS = {
     "energy.per_step_J": "J", "energy.to_target_kJ": "kJ",
     "model_size.*.time_to_target_s": "s", "model_size.*.step_ms": "ms",
     "sync_every_H.time_to_target_s": "s", "sync_every_H.step_ms": "ms",
+    "cluster.time_to_target_s": "s", "cluster.break_even_GBps": "GB/s",
 }
 ASSUMPTIONS = {
-    "hypothesis": "E' (band_switch) takes E's measured steps: the hypothesis that the optics' "
-                  "noise helps, from a single seed",
-    "exact": "E' takes the exact band's steps (2,667 in the reference): the conservative basis",
+    "hypothesis": "a basis-dependent variant (E') takes the steps of its hypothesis rule (E's "
+                  "measured steps): the hypothesis that the optics' noise helps, from a single seed",
+    "exact": "a basis-dependent variant takes its exact rule's steps (E': the exact band's, 2,667 "
+             "in the reference): the conservative basis",
     "fixed_time": "d per variant is calibrated to the study's recorded step times; it does not "
                   "scale with model size",
     "steps": "steps to the target loss are single-seed measurements at one rung of the loss ladder",
@@ -46,39 +45,41 @@ def _steps_json(x):
 
 
 def build(sc: Scenario, ctx: dict) -> dict:
-    ids = list(_v.IDS)
+    """The core tables, read from the report's one pass (:mod:`bandjax.report.passes`)."""
+    sw = passes.of(sc, ctx)
+    ids = list(sc.ids)
     wan_GBps = float(sc.wan_Bps) / 1e9
-    main = sweep(sc, budget=list(BUDGETS), basis=list(BASES), bandwidth=wan_GBps)
+    own = passes.scenario_budget(sc)
     # the basis changes only steps; step-level quantities are read on one basis
-    step_level = main.sel(basis="hypothesis")
-    b_idx = {b: i for i, b in enumerate(BUDGETS)}
+    at = {b: sw.at(sw.point, b) for b in BUDGETS}
+    step_level = {b: at[b].sel(basis="hypothesis") for b in BUDGETS}
+    free = step_level["free"]
 
     def per_budget(var, vid, scale=1.0):
-        return {b: float(step_level[var].sel(variant=vid).isel(budget=b_idx[b])) * scale for b in BUDGETS}
+        return {b: float(step_level[b][var].sel(variant=vid)) * scale for b in BUDGETS}
 
-    stages = step_level["module_stage_s"]
-    stage_at = {b: stages.isel(budget=b_idx[b]) for b in BUDGETS}
+    stage_at = {b: step_level[b]["module_stage_s"] for b in BUDGETS}
     binding = {b: STAGES[int(np.argmax(stage_at[b].values))] for b in BUDGETS}
-    hot = step_level["hot_spot"]
-    energy = step_level["energy_per_step_J"]
-    e2t = main["energy_to_target_J"]
-    free = step_level.isel(budget=b_idx["free"])
+    parts = (*ENERGY_PARTS, "total")
+    steps = at["free"]["steps_to_target"]
 
     results: dict = {
         "target_loss": float(sc.steps.target_loss),
         "setup": {
             "scenario": to_toml_dict(sc),
-            "workers": 2 * int(sc.workers_per_dc), "workers_per_dc": int(sc.workers_per_dc),
-            "dcs": 2, "wan_GBps": wan_GBps, "wan_Gbps": 8 * wan_GBps,
+            "workers": int(sc.dcs) * int(sc.workers_per_dc), "workers_per_dc": int(sc.workers_per_dc),
+            "dcs": int(sc.dcs), "wan_GBps": wan_GBps, "wan_Gbps": 8 * wan_GBps,
             "budgets_GFLOPs": {"free": None, "low": float(sc.budget_low_FLOPs) / 1e9,
                                "high": float(sc.budget_high_FLOPs) / 1e9},
-            "variants": {v.id: {"label": v.label, "short": v.short} for v in _v.VARIANTS},
+            "variants": {v.id: {"label": v.label, "short": v.short, "colour": v.colour,
+                                "in_transit": v.in_transit, "module": v.module,
+                                "basis_dependent": v.basis_dependent} for v in sc.variants},
         },
         "units": UNITS,
         "assumptions": ASSUMPTIONS,
         "step_ms": {vid: per_budget("step_s", vid, 1e3) for vid in ids},
         "stages_ms": {
-            **{s: float(stage_at["free"].sel(stage=s)) * 1e3 for s in ("port", "optics", "fpga")},
+            **{s: float(stage_at["free"].sel(stage=s)) * 1e3 for s in STAGES if s != "compute"},
             "compute": {b: float(stage_at[b].sel(stage="compute")) * 1e3 for b in BUDGETS},
             "binding": binding,
         },
@@ -88,61 +89,60 @@ def build(sc: Scenario, ctx: dict) -> dict:
         "compute_share": {vid: float(free["gpu_s"].sel(variant=vid) / free["step_s"].sel(variant=vid))
                           for vid in ids},
         "time_to_target_s": {
-            basis: {vid: float(main["time_to_target_s"].sel(basis=basis, variant=vid).isel(budget=0))
+            basis: {vid: float(at["free"]["time_to_target_s"].sel(basis=basis, variant=vid))
                     for vid in ids} for basis in BASES},
         "steps_to_target": {
-            basis: {vid: _steps_json(main["steps_to_target"].sel(basis=basis, variant=vid).isel(budget=0))
-                    for vid in ids} for basis in BASES},
-        "hot_spots": {vid: {b: {c: float(hot.sel(variant=vid, component=c).isel(budget=b_idx[b]))
+            basis: {vid: _steps_json(steps.sel(basis=basis, variant=vid)) for vid in ids}
+            for basis in BASES},
+        "hot_spots": {vid: {b: {c: float(step_level[b]["hot_spot"].sel(variant=vid, component=c))
                                 for c in COMPONENTS} for b in BUDGETS} for vid in ids},
         "energy": {
-            "per_step_J": {vid: {b: {part: float(energy.sel(variant=vid, energy=part).isel(budget=b_idx[b]))
-                                     for part in ("compute", "network", "modules", "total")}
-                                 for b in BUDGETS} for vid in ids},
-            "to_target_kJ": {basis: {vid: {b: float(e2t.sel(basis=basis, variant=vid).isel(budget=b_idx[b])) / 1e3
+            "per_step_J": {vid: {b: {part: float(step_level[b]["energy_per_step_J"].sel(variant=vid, energy=part))
+                                     for part in parts} for b in BUDGETS} for vid in ids},
+            "to_target_kJ": {basis: {vid: {b: float(at[b]["energy_to_target_J"].sel(basis=basis, variant=vid)) / 1e3
                                            for b in BUDGETS} for vid in ids} for basis in BASES},
         },
     }
 
-    by_model = sweep(sc, model=list(MODELS), basis=list(BASES), bandwidth=wan_GBps,
-                     quantities=("step_s", "time_to_target_s"))
+    by_model = sw.at(sw.model, own)
     results["model_size"] = {
         m: {"params": PRESETS[m],
             "step_ms": {vid: float(by_model["step_s"].sel(model=m, basis="hypothesis", variant=vid)) * 1e3
                         for vid in ids},
-            "time_to_target_s": {basis: {vid: float(by_model["time_to_target_s"].sel(model=m, basis=basis, variant=vid))
+            "time_to_target_s": {basis: {vid: _float(by_model["time_to_target_s"].sel(model=m, basis=basis, variant=vid))
                                          for vid in ids} for basis in BASES}}
-        for m in MODELS}
+        for m in PRESETS}
 
-    by_H = sweep(sc, H=list(H_VALUES), basis=list(BASES), bandwidth=wan_GBps,
-                 quantities=("step_s", "time_to_target_s"))
+    by_H = sw.at(sw.H, own)
     results["sync_every_H"] = {
-        "H": list(H_VALUES),
+        "H": [int(h) for h in by_H["H"].values],
         "assumption": ASSUMPTIONS["sync_every_H"],
         "step_ms": {vid: [float(x) * 1e3 for x in by_H["step_s"].sel(basis="hypothesis", variant=vid).values]
                     for vid in ids},
-        "time_to_target_s": {basis: {vid: [float(x) for x in by_H["time_to_target_s"].sel(basis=basis, variant=vid).values]
+        "time_to_target_s": {basis: {vid: [_float(x) for x in by_H["time_to_target_s"].sel(basis=basis, variant=vid).values]
                                      for vid in ids} for basis in BASES},
     }
 
-    measured = sc.steps.measured_enobs()
-    by_enob = sweep(sc, enob=list(measured), basis=list(BASES), bandwidth=wan_GBps,
-                    variant=["band_pluggable", "band_switch"],
-                    quantities=("step_s", "time_to_target_s", "status"))
+    measured = [passes.enob_label(e) for e in sc.steps.measured_enobs(registry=sc.variants)]
+    transit = [v.id for v in sc.variants if v.in_transit]
+    by_enob = sw.point.isel(budget=sw.budgets.index(own),
+                            enob=[sw.enobs.index(e) for e in measured]).sel(variant=transit)
     results["by_enob"] = {
-        "enob": [int(e) for e in measured],
+        "enob": [float(e) for e in measured],
         "step_ms": {vid: [float(x) * 1e3 for x in by_enob["step_s"].sel(basis="hypothesis", variant=vid).values]
-                    for vid in ("band_pluggable", "band_switch")},
-        "time_to_target_s": {basis: {vid: [float(x) for x in by_enob["time_to_target_s"].sel(basis=basis, variant=vid).values]
-                                     for vid in ("band_pluggable", "band_switch")} for basis in BASES},
-        "status": {basis: {vid: [str(_STATUS[int(x)]) for x in by_enob["status"].sel(basis=basis, variant=vid).values]
-                           for vid in ("band_pluggable", "band_switch")} for basis in BASES},
+                    for vid in transit},
+        "time_to_target_s": {basis: {vid: [_float(x) for x in by_enob["time_to_target_s"].sel(basis=basis, variant=vid).values]
+                                     for vid in transit} for basis in BASES},
+        "status": {basis: {vid: [STATUS[int(x)] for x in by_enob["status"].sel(basis=basis, variant=vid).values]
+                           for vid in transit} for basis in BASES},
     }
-    ctx["core_sweep"] = main
     return results
 
 
-_STATUS = {0: "ok", 1: "never", 2: "not measured"}
+def _float(x):
+    """A time as JSON: None where there is none (never reaches the target, or not measured)."""
+    x = float(x)
+    return None if math.isnan(x) else x
 
 
 # ------------------------------------------------------------------------------------ markdown
@@ -247,7 +247,7 @@ def markdown(r: dict) -> str:
             _table(["variant", "basis", *(f"ENOB {e}" for e in be["enob"])],
                    [[_name(r, v), b, *(_num(t) if st == "ok" else st for t, st in
                                        zip(be["time_to_target_s"][b][v], be["status"][b][v]))]
-                    for v in ("band_pluggable", "band_switch") for b in BASES])]
+                    for v in be["status"][BASES[0]] for b in BASES])]
 
     comps = list(next(iter(next(iter(r["hot_spots"].values())).values())))
     out += ["", "## Hot spots", "",
@@ -279,16 +279,16 @@ def markdown(r: dict) -> str:
     out += ["", "## Model size", "",
             "Bytes and GPU compute scale with P; the calibrated d does not, so the order of the "
             "variants changes only through d. Times to target (s), [free].", "",
-            _table(["variant", *(f"{m} ({ms[m]['params']:.3g} P), {b}" for m in ms for b in BASES)],
+            _table(["variant", *(f"{m} ({ms[m]['params']:.3g} P), {b} (s)" for m in ms for b in BASES)],
                    [[_name(r, v), *(_num(ms[m]["time_to_target_s"][b][v]) for m in ms for b in BASES)]
                     for v in ids])]
 
     h = r["sync_every_H"]
     out += ["", "## Syncing every H steps", "",
             f"**Assumption**: {h['assumption']}. Times to target (s), hypothesis basis, [free].", "",
-            _table(["variant", *(f"H = {x}" for x in h["H"])],
-                   [[_name(r, v), *(_num(t) for t in h["time_to_target_s"]["hypothesis"][v])]
-                    for v in ids])]
+            _table(["H", *(f"{_name(r, v)} (s)" for v in ids)],
+                   [[str(x), *(_num(h["time_to_target_s"]["hypothesis"][v][k]) for v in ids)]
+                    for k, x in enumerate(h["H"])])]
     return "\n".join(out)
 
 

@@ -218,7 +218,7 @@ function updateBandwidth() {
   for (const r of ok.concat(rest)) {
     const win = best && r === best;
     html += '<tr class="' + (win ? 'winner' : '') + '"><td>' + (PAGE.names[r.short] || r.short)
-         + '</td><td>' + (r.t_s === null ? r.status : fmtS(r.t_s)) + '</td><td>'
+         + '</td><td>' + (r.t_s === null ? (PAGE.status_words[r.status] || r.status) : fmtS(r.t_s)) + '</td><td>'
          + Number(r.step_ms.toPrecision(4)) + ' ms</td><td>'
          + (r.t_s === null || !best ? '' : (r.t_s / best.t_s).toFixed(2) + 'x') + '</td></tr>';
   }
@@ -297,11 +297,12 @@ main().catch(err => {
 """
 
 
-def page(scenario: Scenario | None = None, results: dict | None = None) -> str:
-    """The explorer page as one HTML string (charts' JavaScript inlined)."""
+def page(scenario: Scenario | None = None, results: dict | None = None, sweeps=None) -> str:
+    """The explorer page as one HTML string (charts' JavaScript inlined), drawn from the report's
+    one pass ``sweeps`` (:mod:`bandjax.report.passes`; computed here when not given)."""
     sc = reference() if scenario is None else scenario
     results = results or {}
-    views = _views.collect(sc, results)
+    views = _views.collect(sc, results, sweeps)
     charts = _figures.charts(views, sc, interactive=True)
     specs = {cid: _figures.to_spec(chart, data) for cid, (_, chart, data) in charts.items()}
     signals = {cid: _declared(s) for cid, s in specs.items()}
@@ -309,7 +310,8 @@ def page(scenario: Scenario | None = None, results: dict | None = None) -> str:
     ctl = _views.controls(sc)
     page_data = {
         "grid_GBps": bw.data["grid_GBps"],
-        "names": {v.short: _views.legend_name(v) for v in _v.VARIANTS},
+        "names": {v.short: _views.legend_name(v) for v in sc.variants},
+        "status_words": _views.STATUS_WORDS,
         "budget_names": {v: label for v, label in ctl["budget"]["options"]},
         "initial": {**{c: ctl[c]["value"] for c in _views.CONTROLS}, "bwi": bw.data["start"], "tj": 0},
         "conclusions": {v.key: {"by": v.by_setting, "settled": v.settled} for v in views if v.by_setting},
@@ -341,7 +343,7 @@ def page(scenario: Scenario | None = None, results: dict | None = None) -> str:
         body.append(_words(view, page_data["initial"]))
         sections.append(f'<section id="{view.key}"><h2>{n}. {html.escape(view.title)}</h2>\n'
                         + "\n".join(b for b in body if b) + "</section>")
-    key = "; ".join(html.escape(_views.name(v)) for v in _v.IDS)
+    key = "; ".join(html.escape(_views.legend_name(v)) for v in sc.variants)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -371,15 +373,19 @@ const NARROW_PX = {NARROW_PX};
 """
 
 
-def write(out: str | Path, scenario: Scenario | None = None, results: dict | None = None) -> Path:
-    """Write ``out/explorer.html`` (whole or not at all); ``results`` default to the report's."""
+def write(out: str | Path, scenario: Scenario | None = None, results: dict | None = None,
+          sweeps=None) -> Path:
+    """Write ``out/explorer.html`` (whole or not at all); ``results`` default to the report's,
+    built here with the same pass of the model the page draws."""
     sc = reference() if scenario is None else scenario
     if results is None:
         from . import build
 
-        results = build(sc, {})
+        ctx: dict = {"sweeps": sweeps}
+        results = build(sc, ctx)
+        sweeps = ctx["sweeps"]
     path = Path(out) / PAGE
-    atomic_write_text(path, page(sc, results))
+    atomic_write_text(path, page(sc, results, sweeps))
     return path
 
 

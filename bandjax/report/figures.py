@@ -19,6 +19,8 @@ import altair as alt
 from .. import variants as _v
 from .._io import atomic_write_bytes
 from ..scenario import BASES, Scenario
+from . import constants as C
+from . import passes
 from . import views as _views
 
 KEY = "figures"
@@ -37,9 +39,17 @@ APPROX_LEGEND = "queueing approximation"
 DOTS_LEGEND = "shared-WAN engine at load 0 (hollow circles)"  # the y scales keep marks this far inside the plot, so none is cut at its edge
 
 
-def variant_colors() -> dict[str, str]:
-    """Short label -> colour, in the registry's order (read at call time)."""
-    return {v.short: PALETTE[k % len(PALETTE)] for k, v in enumerate(_v.VARIANTS)}
+def variant_colors(registry: tuple[_v.Variant, ...] | None = None) -> dict[str, str]:
+    """Short label -> colour, in the registry's order: each variant's own ``colour`` (a position in
+    :data:`PALETTE`), or, where an earlier variant holds that one, the next one free."""
+    taken, out = set(), {}
+    for v in _views.variants() if registry is None else registry:
+        k = v.colour % len(PALETTE)
+        while k in taken and len(taken) < len(PALETTE):
+            k = (k + 1) % len(PALETTE)
+        taken.add(k)
+        out[v.short] = PALETTE[k]
+    return out
 PART_COLORS = {"compute": "#4c78a8", "network": "#f58518", "modules": "#54a24b"}
 STAGE_COLORS = {"port": "#4c78a8", "optics": "#54a24b", "compute": "#e45756", "fpga": "#b279a2",
                 "module (slowest stage)": "#999999"}
@@ -84,7 +94,7 @@ def _variant_color(field="short"):
 
 def _label_expr() -> str:
     """Legend labels: the short name expanded to what the variant does."""
-    names = {v.short: _views.legend_name(v) for v in _v.VARIANTS}
+    names = {v.short: _views.legend_name(v) for v in _views.variants()}
     return f"{json.dumps(names)}[datum.label] || datum.label"
 
 
@@ -143,7 +153,7 @@ def bandwidth_chart(view: _views.View, sc: Scenario, interactive: bool = False):
 
     def panel(basis):
         sel = _sel(sc, interactive, basis)
-        x = _log_x("WAN bandwidth per direction (GB/s, log)", _views.BANDWIDTH_RANGE_GBps)
+        x = _log_x("WAN bandwidth per direction (GB/s, log)", C.BANDWIDTH_RANGE_GBps)
         y = alt.Y("t_s:Q", title="time to target (s, log)",
                   scale=_fitted(d["curves"], "t_s", sc, interactive, basis),
                   axis=alt.Axis(format="~g"))
@@ -190,7 +200,7 @@ def bandwidth_chart(view: _views.View, sc: Scenario, interactive: bool = False):
 def stages_chart(view: _views.View, sc: Scenario, interactive: bool = False):
     d = view.data
     x = alt.X("GFLOPs:Q", title="module compute budget (GFLOP/s, log)",
-              scale=alt.Scale(type="log", domain=list(_views.BUDGET_RANGE_GFLOPs)),
+              scale=alt.Scale(type="log", domain=list(C.BUDGET_RANGE_GFLOPs)),
               axis=alt.Axis(format="~g"))
     y = alt.Y("ms:Q", title="stage time per worker's delta (ms, log)", scale=alt.Scale(type="log"),
               axis=alt.Axis(format="~g"))
@@ -230,7 +240,7 @@ def breakeven_chart(view: _views.View, sc: Scenario, interactive: bool = False):
 
     def panel(basis):
         sel = _sel(sc, interactive, basis)
-        x = _log_x("WAN bandwidth per direction (GB/s, log)", _views.BANDWIDTH_RANGE_GBps)
+        x = _log_x("WAN bandwidth per direction (GB/s, log)", C.BANDWIDTH_RANGE_GBps)
         y = alt.Y("ratio:Q", title="time to target, first / second (log)",
                   scale=_fitted(d["ratios"], "ratio", sc, interactive, basis, include=[1.0]),
                   axis=alt.Axis(format="~g"))
@@ -319,7 +329,7 @@ def shared_wan_charts(view: _views.View, sc: Scenario, interactive: bool = False
             layers += [at.mark_rule(color="#222").encode(x=x),
                        at.mark_point(filled=True, size=80).encode(x=x, y=y, color="series:N")]
             params = [alt.param(name="tj", value=0)]
-        title = (f"trace: {_views.short(meta['variant']) if meta.get('variant') in _v.IDS else meta.get('variant')}"
+        title = (f"trace: {_views.short(meta['variant']) if meta.get('variant') in sc.ids else meta.get('variant')}"
                  f", load {meta.get('load')}, {meta.get('GBps')} GB/s")
         chart = alt.layer(*layers).properties(width="container" if interactive else WIDTH,
                                               height=HEIGHT - 60, title=title)
@@ -359,7 +369,7 @@ def h_chart(view: _views.View, sc: Scenario, interactive: bool = False):
         return alt.Chart(alt.NamedData(name="curves")).transform_filter(_filter(sel)).mark_line(
             point=alt.OverlayMarkDef(size=25)).encode(
             x=alt.X("H:Q", title="sync every H steps (log)",
-                    scale=alt.Scale(type="log", domain=[_views.H_VALUES[0], _views.H_VALUES[-1]], nice=False),
+                    scale=alt.Scale(type="log", domain=[C.H_VALUES[0], C.H_VALUES[-1]], nice=False),
                     axis=alt.Axis(format="~g")),
             y=alt.Y("t_s:Q", title="time to target (s, log)",
                     scale=_fitted(view.data["curves"], "t_s", sc, interactive, basis),
@@ -408,6 +418,11 @@ def energy_chart(view: _views.View, sc: Scenario, interactive: bool = False):
 
 def charts(views: list[_views.View], sc: Scenario, interactive: bool = False) -> dict:
     """chart id -> (section key, Altair chart, datasets), in the page's order."""
+    with _views.registry(sc):
+        return _charts(views, sc, interactive)
+
+
+def _charts(views, sc, interactive):
     by = {v.key: v for v in views}
     out: dict = {}
     simple = {"bandwidth": bandwidth_chart, "stages": stages_chart, "breakeven": breakeven_chart,
@@ -446,7 +461,7 @@ def build(scenario: Scenario, ctx: dict) -> dict:
     from . import _json_ready
 
     results = _json_ready(ctx.get("results", {}))
-    views = _views.collect(scenario, results)
+    views = _views.collect(scenario, results, passes.of(scenario, ctx))
     by = {v.key: v for v in views}
     folder = Path(out) / FIGURES_DIR
     entries = []

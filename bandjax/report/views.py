@@ -12,6 +12,8 @@ not depend on a control holds ``"*"`` there, so a chart filters ``datum.basis ==
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -21,19 +23,35 @@ import numpy as np
 from .. import names as _names
 from .. import variants as _v
 from ..grid import sweep
-from ..metrics import NEVER, NOT_MEASURED, OK
+from ..metrics import NEVER, NOT_MEASURED
 from ..scenario import BASES, PRESETS, Scenario
 from ..step import STAGES, budget_break_even_FLOPs
+from . import passes
+from .constants import BANDWIDTH_RANGE_GBps, ENERGY_PARTS, H_VALUES, POINTS_PER_DECADE, STATUS
+from .passes import Sweeps, bandwidth_grid_GBps, budget_options, enob_label, scenario_budget
 
 ANY = "*"
 CONTROLS = ("enob", "budget", "basis")
-POINTS_PER_DECADE = 40
-BANDWIDTH_RANGE_GBps = (0.1, 1000.0)  # model.md section 10
-BUDGET_RANGE_GFLOPs = (1.0, 1000.0)
-H_VALUES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
-STATUS = {OK: "ok", NEVER: "never reaches the target", NOT_MEASURED: "not measured"}
-ENERGY_PARTS = ("compute", "network", "modules")
-BUDGET_LABELS = ("free", "low", "high")
+_REGISTRY: contextvars.ContextVar = contextvars.ContextVar("registry", default=_v.VARIANTS)
+
+
+@contextlib.contextmanager
+def registry(sc: Scenario):
+    """Names and colours are looked up in ``sc``'s variants while the block runs."""
+    token = _REGISTRY.set(sc.variants)
+    try:
+        yield
+    finally:
+        _REGISTRY.reset(token)
+
+
+def variants() -> tuple[_v.Variant, ...]:
+    """The variants of the scenario being drawn (see :func:`registry`)."""
+    return _REGISTRY.get()
+
+
+def variant(vid: str) -> _v.Variant:
+    return _v.get(vid, variants())
 
 
 @dataclass
@@ -65,12 +83,13 @@ class View:
 
 def comparison_pairs() -> list[tuple[str, str]]:
     """Pairs the break-even view compares: each in-transit variant against each that is not."""
-    return [(a.id, b.id) for a in _v.VARIANTS if a.in_transit for b in _v.VARIANTS if not b.in_transit]
+    vs = variants()
+    return [(a.id, b.id) for a in vs if a.in_transit for b in vs if not b.in_transit]
 
 
 def baseline() -> str:
     """The variant others are measured against: the first dense one in the registry."""
-    return next((v.id for v in _v.VARIANTS if v.payload == "dense"), _v.IDS[0])
+    return next((v.id for v in variants() if v.payload == "dense"), variants()[0].id)
 
 
 def basis_dependent(sc: Scenario) -> tuple[str, ...]:
@@ -78,32 +97,31 @@ def basis_dependent(sc: Scenario) -> tuple[str, ...]:
     enobs = sc.steps.measured_enobs() or (float(sc.enob),)
 
     def differs(vid, e):
-        a, b = (sc.steps.lookup(vid, float(e), basis) for basis in BASES)
+        a, b = (sc.steps.lookup(vid, float(e), basis, sc.variants) for basis in BASES)
         return not (a == b or (math.isnan(a) and math.isnan(b)))
-    return tuple(vid for vid in _v.IDS if any(differs(vid, e) for e in enobs))
+    return tuple(v.id for v in sc.variants if any(differs(v.id, e) for e in enobs))
 
 
 def is_band(vid: str) -> bool:
-    return _v.get(vid).payload.startswith("band")
+    return variant(vid).payload.startswith("band")
 
 
 # ------------------------------------------------------------------------------ formatting
 
 
 def short(vid: str) -> str:
-    return _v.get(vid).short
+    return variant(vid).short
 
 
 def name(vid: str) -> str:
     """The legend name of a variant: its short label and what it does."""
-    return legend_name(_v.get(vid))
+    return legend_name(variant(vid))
 
 
 def legend_name(v: _v.Variant) -> str:
     return v.short if v.short == v.label else f"{v.short}: {v.label}"
 
 
-NAMES = tuple(name(v) for v in _v.IDS)
 
 
 def fmt_s(x) -> str:
@@ -146,38 +164,9 @@ def _num(x, sig: int = 7):
     return float(f"{x:.{sig}g}")
 
 
-def budget_options(sc: Scenario) -> list[tuple[str, object, str]]:
-    """(label, sweep argument, display) for each budget the page offers; the scenario's own
-    budget is added when it is none of [free], [low], [high]."""
-    opts = [("free", "free", "[free] not charged"),
-            ("low", "low", f"[low] {float(sc.budget_low_FLOPs) / 1e9:g} GFLOP/s"),
-            ("high", "high", f"[high] {float(sc.budget_high_FLOPs) / 1e9:g} GFLOP/s")]
-    own = float(sc.budget_FLOPs)
-    if math.isfinite(own) and own not in (float(sc.budget_low_FLOPs), float(sc.budget_high_FLOPs)):
-        opts.append((f"{own / 1e9:g}", own / 1e9, f"{own / 1e9:g} GFLOP/s (the scenario's)"))
-    return opts
-
-
-def scenario_budget(sc: Scenario) -> str:
-    own = float(sc.budget_FLOPs)
-    if math.isinf(own):
-        return "free"
-    if own == float(sc.budget_low_FLOPs):
-        return "low"
-    if own == float(sc.budget_high_FLOPs):
-        return "high"
-    return f"{own / 1e9:g}"
-
-
-def enob_label(e) -> str:
-    return f"{float(e):g}"
-
-
 def controls(sc: Scenario) -> dict:
     """The page's controls: options and the scenario's own setting (the default)."""
-    enobs = [enob_label(e) for e in sc.steps.measured_enobs()]
-    if enob_label(sc.enob) not in enobs:
-        enobs.append(enob_label(sc.enob))
+    enobs = passes.enob_options(sc)
     return {
         "basis": {"options": [[b, f"{b} basis"] for b in BASES], "value": "hypothesis"},
         "enob": {"options": [[e, f"ENOB {e} bits"] for e in enobs], "value": enob_label(sc.enob)},
@@ -192,14 +181,6 @@ def setting_text(sc: Scenario) -> str:
 
 
 # ------------------------------------------------------------------------------ tidy rows
-
-
-def _control_sweep(sc: Scenario, quantities, **axes):
-    """A sweep over ``axes`` and every control (ENOB, budget, basis), controls after ``axes``."""
-    c = controls(sc)
-    enobs = [float(e) for e, _ in c["enob"]["options"]]
-    budgets = [arg for _, arg, _ in budget_options(sc)]
-    return sweep(sc, **axes, enob=enobs, budget=budgets, basis=list(BASES), quantities=quantities)
 
 
 def _labels(sc: Scenario) -> dict[str, list[str]]:
@@ -253,7 +234,7 @@ def tidy(sc: Scenario, ds, x_dims: tuple[str, ...], values: dict, extra=None) ->
     ds = ds.transpose(*x_dims, *CONTROLS, "variant", ...)
     rows = []
     nx = len(x_dims)
-    for k, vid in enumerate(_v.IDS):
+    for k, vid in enumerate(sc.ids):
         dv = ds.isel(variant=k)
         arrays = {key: np.asarray(fn(dv)) for key, fn in values.items()}
         dep = [_depends(list(arrays.values()), nx + j) for j in range(len(CONTROLS))]
@@ -305,13 +286,6 @@ def _winner(rows, key="t_s"):
 # ------------------------------------------------------------------------------ 1. bandwidth
 
 
-def bandwidth_grid_GBps(sc: Scenario) -> np.ndarray:
-    lo, hi = BANDWIDTH_RANGE_GBps
-    n = int(round(POINTS_PER_DECADE * math.log10(hi / lo))) + 1
-    grid = np.concatenate([np.logspace(math.log10(lo), math.log10(hi), n), [float(sc.wan_Bps) / 1e9]])
-    return np.unique(np.round(grid, 12))
-
-
 def _segments(rows_at_setting, grid) -> list[tuple[str, float, float]]:
     """(winner, from GB/s, to GB/s) along the grid."""
     by_i: dict[int, list] = {}
@@ -328,9 +302,10 @@ def _segments(rows_at_setting, grid) -> list[tuple[str, float, float]]:
     return [tuple(s) for s in segs]
 
 
-def bandwidth_view(sc: Scenario, results: dict) -> View:
+def bandwidth_view(sc: Scenario, results: dict, sw: Sweeps | None = None) -> View:
+    sw = passes.compute(sc) if sw is None else sw
     grid = bandwidth_grid_GBps(sc)
-    ds = _control_sweep(sc, bandwidth=grid, quantities=["time_to_target_s", "status", "step_s"])
+    ds = sw.bandwidth
     rows = tidy(sc, ds, ("bandwidth",), {
         "t_s": lambda d: d.time_to_target_s, "status": lambda d: d.status,
         "step_ms": lambda d: d.step_s * 1e3})
@@ -384,7 +359,7 @@ def _bandwidth_words(rows, grid, i0, at) -> list[str]:
     for status in (STATUS[NEVER], STATUS[NOT_MEASURED]):
         names = [r["short"] for r in pick([r for r in rows if r["i"] == i0], **at) if r["status"] == status]
         if names:
-            words.append(f"{_and(names)}: {status} at this ENOB.")
+            words.append(f"{_and(names)}: {STATUS_WORDS[status]} at this ENOB.")
     segs = _segments(pick(rows, **at), grid)
     if len(segs) > 1:
         words.append("Across 0.1 to 1,000 GB/s the winner changes: " + "; ".join(
@@ -393,6 +368,9 @@ def _bandwidth_words(rows, grid, i0, at) -> list[str]:
     else:
         words.append(f"{segs[0][0]} wins across the whole range, 0.1 to 1,000 GB/s.")
     return words
+
+
+STATUS_WORDS = {STATUS[NEVER]: "never reaches the target", STATUS[NOT_MEASURED]: "not measured"}
 
 
 def _and(names: list[str]) -> str:
@@ -406,7 +384,7 @@ def _load0_dots(sc: Scenario, points: list[dict], curve_rows: list[dict]):
     gbps = sorted({float(p["GBps"]) for p in points})
     ds = sweep(sc, bandwidth=gbps, basis=list(BASES), quantities=["step_s"])
     dep = {}
-    for vid in _v.IDS:
+    for vid in sc.ids:
         rs = [r for r in curve_rows if r["variant"] == vid]
         dep[vid] = {c: any(r[c] != ANY for r in rs) for c in CONTROLS}
     at = _at(sc)
@@ -430,14 +408,11 @@ def _load0_dots(sc: Scenario, points: list[dict], curve_rows: list[dict]):
 # ------------------------------------------------------------------------------ 2. stages
 
 
-def stages_view(sc: Scenario, results: dict) -> View:
+def stages_view(sc: Scenario, results: dict, sw: Sweeps) -> View:
     be = float(budget_break_even_FLOPs(sc)) / 1e9
     marks = {"low": float(sc.budget_low_FLOPs) / 1e9, "high": float(sc.budget_high_FLOPs) / 1e9}
-    lo, hi = BUDGET_RANGE_GFLOPs
-    grid = np.unique(np.concatenate([np.logspace(math.log10(lo), math.log10(hi), 121),
-                                     [be, *marks.values()]]))
-    ds = sweep(sc, budget=list(grid), quantities=["module_stage_s"])
-    st = np.asarray(ds.module_stage_s)  # (budget, stage)
+    grid = np.asarray(sw.stages.budget, dtype=float)  # GFLOP/s
+    st = np.asarray(sw.stages.module_stage_s.transpose("budget", "stage"))
     rows = []
     for j, g in enumerate(grid):
         binding = STAGES[int(np.argmax(st[j]))]
@@ -446,7 +421,7 @@ def stages_view(sc: Scenario, results: dict) -> View:
                          "binding": s == binding})
         rows.append({"GFLOPs": _num(g), "stage": "module (slowest stage)",
                      "ms": _num(st[j].max() * 1e3), "binding": True})
-    free = np.asarray(sweep(sc, budget="free", quantities=["module_stage_s"]).module_stage_s)
+    free = np.asarray(sw.at(sw.point).module_stage_s.isel(basis=0))
     table_rows = []
     for lab, stages in (("[free] not charged", free),
                         (f"[low] {marks['low']:g} GFLOP/s", st[list(grid).index(marks["low"])]),
@@ -484,7 +459,7 @@ def stages_view(sc: Scenario, results: dict) -> View:
 def _drawn(a: str, b: str) -> bool:
     """Pairs the ratio chart draws: an in-transit variant against one that is not (E and E'
     against AdamW, top-k, C, C'); every pair stays in the conclusion and the tables."""
-    return _v.get(a).in_transit and not _v.get(b).in_transit
+    return variant(a).in_transit and not variant(b).in_transit
 
 
 def _ratio_rows(sc: Scenario, pairs, bandwidth: View) -> list[dict]:
@@ -519,8 +494,8 @@ def _crossings(sc: Scenario, results: dict, pairs, rows, grid) -> list[dict]:
     for e in [e for e in entries if (e["a"], e["b"], e["basis"]) not in per_budget] + by_budget:
         if (e["a"], e["b"]) not in pairs:
             continue
-        module = _v.get(e["a"]).module or _v.get(e["b"]).module
-        in_transit = _v.get(e["a"]).in_transit or _v.get(e["b"]).in_transit
+        module = variant(e["a"]).module or variant(e["b"]).module
+        in_transit = variant(e["a"]).in_transit or variant(e["b"]).in_transit
         tag = {"enob": enob_label(sc.enob) if in_transit else ANY,
                "budget": e.get("budget", own) if module else ANY, "basis": e.get("basis") or ANY}
         pair = f"{short(e['a'])} / {short(e['b'])}"
@@ -755,7 +730,7 @@ def shared_wan_view(sc: Scenario, results: dict) -> View:
     ci = sw.get("ci95_ms") or {}
     approx = sw.get("approx_step_ms") if isinstance(sw.get("approx_step_ms"), dict) else {}
     rows, table = [], []
-    for vid in [v for v in _v.IDS if v in step]:
+    for vid in [v for v in sc.ids if v in step]:
         for j, load in enumerate(loads):
             lo_hi = ci.get(vid, [None] * len(loads))[j] if vid in ci else None
             if lo_hi is not None and lo_hi[0] is None:  # one seed: no interval
@@ -768,7 +743,7 @@ def shared_wan_view(sc: Scenario, results: dict) -> View:
             rows.append(r)
     for j, load in enumerate(loads):
         cells = [f"{float(load):g}"]
-        for vid in [v for v in _v.IDS if v in step]:
+        for vid in [v for v in sc.ids if v in step]:
             s = step[vid][j]
             cell = "n/a" if s is None else f"{float(s):.4g}"
             if vid in ci and ci[vid][j] and ci[vid][j][0] is not None:
@@ -776,7 +751,7 @@ def shared_wan_view(sc: Scenario, results: dict) -> View:
                 cell += f" [{float(lo):.4g}, {float(hi):.4g}]"
             cells.append(cell)
         table.append(cells)
-    view.table = {"columns": ["load"] + [f"{short(v)} (ms)" for v in _v.IDS if v in step],
+    view.table = {"columns": ["load"] + [f"{short(v)} (ms)" for v in sc.ids if v in step],
                   "rows": table,
                   "caption": (f"Mean step time by load of other jobs' traffic over "
                               f"{sw.get('seeds', 'n/a')} seeds, with 95% intervals; "
@@ -805,7 +780,7 @@ def shared_wan_view(sc: Scenario, results: dict) -> View:
     if loads and step:
         top = max(range(len(loads)), key=lambda j: loads[j])
         parts = []
-        for vid in [v for v in _v.IDS if v in step]:
+        for vid in [v for v in sc.ids if v in step]:
             s0, s1 = step[vid][0], step[vid][top]
             if s0 and s1:
                 parts.append(f"{short(vid)} {float(s1):.4g} ms ({float(s1) / float(s0):.3g}x load "
@@ -849,7 +824,7 @@ def bar_order(sc: Scenario) -> list[str]:
     """Bars in registry order; a variant whose steps depend on the basis has one bar per basis."""
     both = basis_dependent(sc)
     out = []
-    for vid in _v.IDS:
+    for vid in sc.ids:
         out += [f"{short(vid)} (hyp.)", f"{short(vid)} (exa.)"] if vid in both else [short(vid)]
     return out
 
@@ -871,9 +846,9 @@ def _model_words(rows, models, params, at) -> list[str]:
     return words
 
 
-def model_view(sc: Scenario, results: dict) -> View:
+def model_view(sc: Scenario, results: dict, sw: Sweeps) -> View:
     models = list(PRESETS)
-    ds = _control_sweep(sc, model=models, quantities=["time_to_target_s", "status"])
+    ds = sw.model
     rows = _bar_rows(tidy(sc, ds, ("model",), {"t_s": lambda d: d.time_to_target_s,
                                                "status": lambda d: d.status}))
     params = dict(zip(models, np.atleast_1d(ds.params.values)))
@@ -923,8 +898,8 @@ def _h_words(rows, at) -> list[str]:
     return words
 
 
-def h_view(sc: Scenario, results: dict) -> View:
-    ds = _control_sweep(sc, H=list(H_VALUES), quantities=["time_to_target_s", "status"])
+def h_view(sc: Scenario, results: dict, sw: Sweeps) -> View:
+    ds = sw.H
     rows = tidy(sc, ds, ("H",), {"t_s": lambda d: d.time_to_target_s, "status": lambda d: d.status})
     view = View("sync_h", "Syncing every H steps")
     view.data = {"curves": rows}
@@ -962,8 +937,8 @@ def _energy_words(per_step, to_target, at) -> list[str]:
     return words
 
 
-def energy_view(sc: Scenario, results: dict) -> View:
-    ds = _control_sweep(sc, quantities=["energy_per_step_J", "steps_to_target", "status"])
+def energy_view(sc: Scenario, results: dict, sw: Sweeps) -> View:
+    ds = sw.point[["energy_per_step_J", "steps_to_target", "status"]]
     parts = list(ENERGY_PARTS)
     idx = [list(ds.energy.values).index(p) for p in parts]
     per_step = tidy(sc, ds, (), {"J": lambda d: d.energy_per_step_J.isel(energy=idx)},
@@ -989,10 +964,13 @@ def energy_view(sc: Scenario, results: dict) -> View:
 # ------------------------------------------------------------------------------ all
 
 
-def collect(sc: Scenario, results: dict | None = None) -> list[View]:
-    """Every view of the page, in the page's order."""
+def collect(sc: Scenario, results: dict | None = None, sweeps: Sweeps | None = None) -> list[View]:
+    """Every view of the page, in the page's order, read from the report's one pass ``sweeps``
+    (computed here when not given)."""
     results = results or {}
-    bw = bandwidth_view(sc, results)
-    return [bw, stages_view(sc, results), breakeven_view(sc, results, bw),
-            shared_wan_view(sc, results), model_view(sc, results), h_view(sc, results),
-            energy_view(sc, results)]
+    sw = passes.compute(sc) if sweeps is None else sweeps
+    with registry(sc):
+        bw = bandwidth_view(sc, results, sw)
+        return [bw, stages_view(sc, results, sw), breakeven_view(sc, results, bw),
+                shared_wan_view(sc, results), model_view(sc, results, sw), h_view(sc, results, sw),
+                energy_view(sc, results, sw)]

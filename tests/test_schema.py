@@ -1,0 +1,114 @@
+"""results.json against its JSON Schema; one pass of the model behind results.md and the page;
+a seventh variant reaches every part of the report."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from importlib import resources
+
+import jsonschema
+import pytest
+
+import bandjax as bj
+from bandjax import report
+from bandjax.report import cluster, explorer, figures, passes
+
+SCHEMA = json.loads(resources.files("bandjax.report").joinpath("results.schema.json").read_text())
+
+
+def test_results_follow_the_schema(reference_report):
+    _, results, _, _ = reference_report
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    jsonschema.validate(results, SCHEMA)
+    assert results["schema_version"] == report.SCHEMA_VERSION == SCHEMA["properties"]["schema_version"]["const"]
+
+
+def test_schema_rejects_a_renamed_key(reference_report):
+    _, results, _, _ = reference_report
+    bad = dict(results)
+    bad["time_to_target"] = bad.pop("time_to_target_s")
+    with pytest.raises(jsonschema.ValidationError, match="time_to_target_s"):
+        jsonschema.validate(bad, SCHEMA)
+
+
+def test_the_report_is_one_pass(monkeypatch, tmp_path):
+    """Building the report and its page calls `sweep` once per field of the pass, no more."""
+    from bandjax.report import shared_wan, views
+
+    calls = []
+    real = passes.sweep
+
+    def counted(*a, **k):
+        calls.append(k)
+        return real(*a, **k)
+
+    dots = []
+    monkeypatch.setattr(passes, "sweep", counted)
+    monkeypatch.setattr(views, "sweep", lambda *a, **k: dots.append(k) or real(*a, **k))
+    ctx: dict = {}
+    results = report.build(bj.reference(), ctx)
+    explorer.page(bj.reference(), results, ctx["sweeps"])
+    # point, bandwidth, model, H, stages, cluster: the dataset fields of passes.Sweeps
+    assert len(calls) == len(passes.Sweeps.__dataclass_fields__) - 3 == 6
+    # the closed form at the engine's own load-0 bandwidths (the check that the engine equals
+    # it), at most once per drawing (figures, page), and nothing else
+    assert 1 <= len(dots) <= 2 and all(set(k) == {"bandwidth", "basis", "quantities"} for k in dots)
+
+
+def test_markdown_and_page_agree(reference_report):
+    """Every time to target the page's model table shows (3 significant digits, s) is the one
+    results.md shows for the same preset, variant and basis."""
+    folder, results, md, sw = reference_report
+    sc = bj.reference()
+    page = explorer.page(sc, results, sw)
+    for preset, r in results["model_size"].items():
+        for basis in bj.BASES:
+            for vid, t in r["time_to_target_s"][basis].items():
+                if t is None:
+                    continue
+                assert f"{t:,.3f}" in md  # results.md: 3 decimals (reference: core.markdown)
+                shown = f"{t:.3g} s" if t < 1000 else f"{t:,.0f} s"
+                assert shown in page, (preset, basis, vid, shown)
+    # the headline is the same sentences on both
+    for line in results["headline"] and __import__("bandjax.report.headline").report.headline.lines(results):
+        assert line in md
+
+
+def test_headline_and_cluster_from_the_numbers(reference_report):
+    _, r, md, _ = reference_report
+    h = r["headline"]
+    for basis in bj.BASES:
+        times = {v: t for v, t in r["time_to_target_s"][basis].items() if t is not None}
+        assert h["winner"][basis]["variant"] == min(times, key=times.get)
+        for c in h["changes"][basis]:
+            assert 0.1 <= c["GBps"] <= 1000.0
+    assert md.index("**Headline.**") < md.index("## Setup")
+    cl = r["cluster"]
+    # K = 2 is the study's cluster: the same times as the core tables (rel 1e-12)
+    for basis in bj.BASES:
+        for vid, t in r["time_to_target_s"][basis].items():
+            for j in range(len(cl["topologies"])):
+                got = cl["time_to_target_s"][basis][vid][0][j]
+                assert (got is None and t is None) or got == pytest.approx(t, rel=1e-12)
+    assert "## Your cluster" in md and "GB/s" in md.split("## Your cluster")[1]
+
+
+def test_a_seventh_variant_reaches_every_part(tmp_path):
+    seventh = replace(bj.variants.VARIANTS[0], id="adamw_fp16", label="AdamW, fp16 delta",
+                      short="AdamW16", bytes_per_param=2.0, colour=6)
+    sc = bj.reference().with_variant(seventh, steps=420)
+    ctx: dict = {}
+    results = report._json_ready(report.build(sc, ctx))
+    assert "adamw_fp16" in results["step_ms"] and "adamw_fp16" in results["time_to_target_s"]["exact"]
+    md = report.markdown(results)
+    assert md.count("AdamW16 (adamw_fp16)") >= 4  # step time, time to target, energy, model size
+    colours = figures.variant_colors(sc.variants)
+    assert colours["AdamW16"] == figures.PALETTE[6] and len(set(colours.values())) == 7
+    page = explorer.page(sc, results, ctx["sweeps"])
+    assert "AdamW16: AdamW, fp16 delta" in page and figures.PALETTE[6] in page
+    from bandjax.report import views
+
+    bw = views.collect(sc, results, ctx["sweeps"])[0]
+    assert any(r["variant"] == "adamw_fp16" and r["t_s"] is not None for r in bw.data["curves"])
+    assert '"variant": "adamw_fp16"' in page or '"variant":"adamw_fp16"' in page
