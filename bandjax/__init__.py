@@ -24,6 +24,7 @@ _EXPORTS = {
     "elasticities": "sensitivity",
     "COMPONENTS": "step", "STAGES": "step", "module_stages_s": "step", "step_s": "step",
     "step_terms_s": "step",
+    "best_over": "winner", "winner": "winner",
 }
 _MODULES = ("store", "variants")
 
@@ -39,6 +40,7 @@ __all__ = [
     "ScenarioError",
     "Steps",
     "Variant",
+    "best_over",
     "break_even",
     "budget_break_even",
     "elasticities",
@@ -57,6 +59,7 @@ __all__ = [
     "sweep",
     "time_to_target_s",
     "variants",
+    "winner",
 ]
 
 
