@@ -186,3 +186,25 @@ def test_bad_input_names_the_parameter():
         bandjax.best_over(m, "bandwidth", wins="nope")
     with pytest.raises(ValueError, match="dimension 'topology' has no numeric coordinate"):
         bandjax.best_over(m, "topology", wins="adamw")
+
+
+def test_store_writes_a_winner_map_in_chunks(tmp_path):
+    pytest.importorskip("zarr")
+    from bandjax import store
+    args = dict(bandwidth=np.geomspace(0.1, 1000.0, 41), budget=[1.0, 140.0, "free"],
+                topology=["ring", "mesh"], dcs=[2, 4])
+    path = store.write(tmp_path / "w.zarr", of="winner", chunk_B=200, progress=False, **args)
+    back = store.open(path)
+    assert back.chunks["bandwidth"][0] < 41  # it was written in several chunks
+    xr.testing.assert_identical(back.load(), bandjax.winner(**args))
+    with pytest.raises(ValueError, match="of = 'map' is not known; allowed: sweep, winner"):
+        store.write(tmp_path / "x.zarr", of="map", **args)
+
+
+def test_bandjax_winner_is_callable_after_importing_its_module():
+    import importlib
+    module = importlib.import_module("bandjax.winner")
+    from bandjax.winner import names  # noqa: F401  (a first import binds bandjax.winner to it)
+    a = bandjax.winner(bandwidth=[1.0, 12.5])
+    b = module.winner(bandwidth=[1.0, 12.5])
+    xr.testing.assert_identical(a, b)
