@@ -98,14 +98,15 @@ def winner(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budge
         basis, **fields: as for :func:`bandjax.sweep` (GB/s, GFLOP/s, bits, ...).
       dtype: ``"float64"`` (default) or ``"float32"``: the precision of the fused pass. float32
         is faster; over the reference grid of ``benchmarks/winner_bench.py`` its times differ from
-        float64's by at most 1.1e-7 relative (BENCHMARKS.md, ``float32.max_rel_err``), so it can
+        float64's by at most 2.5e-7 relative (BENCHMARKS.md, ``float32.max_rel_err``), so it can
         pick a different winner only where two variants are within that of each other.
       chunk: grid values per call along ``chunk_dim`` (default: all in one call). Outputs are
         written into arrays of the whole grid; for maps larger than memory use
         :func:`bandjax.store.write` with ``of="winner"``.
       chunk_dim: the swept argument to slice (default: the one with the most values).
       threads: chunks computed at once, each in its own thread (the jitted call releases the
-        GIL); 2 uses both cores of a 2-core machine (BENCHMARKS.md, ``winner.core_scaling``).
+        GIL). Measured on a shared 2-core machine, neither 2 threads nor XLA's own threads beat
+        1 core (BENCHMARKS.md, ``winner.core_scaling``); on idle cores they can.
 
     Returns:
       An ``xarray.Dataset`` over the sweep's dimensions (no ``variant`` dimension):
