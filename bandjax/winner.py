@@ -260,7 +260,8 @@ def best_over(ds: xr.Dataset, dim: str, *, wins: str | None = None) -> xr.Datase
       smallest module budget, GFLOP/s, at which E' is the fastest.
     """
     if dim not in ds.dims:
-        raise ValueError(f"dim = {dim!r} is not a dimension of the map; allowed: {', '.join(map(str, ds.dims))}")
+        raise ValueError(f"dim = {dim!r} is not a dimension of the map; allowed: "
+                         f"{', '.join(map(str, ds.dims))}")
     if wins is not None:
         ids = list(ds["variant"].values)
         if wins not in ids:
