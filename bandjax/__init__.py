@@ -25,6 +25,7 @@ _EXPORTS = {
     "elasticities": "sensitivity",
     "COMPONENTS": "step", "STAGES": "step", "module_stages_s": "step", "step_s": "step",
     "step_terms_s": "step",
+    "best_over": "winner", "winner": "winner",
 }
 _MODULES = ("store", "uncertainty", "variants")
 
@@ -41,6 +42,7 @@ __all__ = [
     "ScenarioError",
     "Steps",
     "Variant",
+    "best_over",
     "break_even",
     "budget_break_even",
     "calibrate",
@@ -61,6 +63,7 @@ __all__ = [
     "time_to_target_s",
     "uncertainty",
     "variants",
+    "winner",
 ]
 
 

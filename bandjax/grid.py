@@ -7,6 +7,7 @@ coordinate values of the same shape reuse the compiled function.
 
 from __future__ import annotations
 
+import contextlib
 from functools import partial
 from typing import Sequence
 
@@ -26,6 +27,7 @@ QUANTITIES = ("step_s", "gpu_s", "comm_s", "time_to_target_s", "steps_to_target"
               "hot_spot", "energy_per_step_J", "energy_to_target_J", "bytes_per_worker_B",
               "wan_B", "module_stage_s")
 ENERGY_COLUMNS = (*metrics.ENERGY_PARTS, "total")
+DTYPES = ("float64", "float32")  # the precision of a sweep's or a winner map's jitted pass
 
 _ATTRS = {
     "step_s": {"units": "s", "long_name": "step time"},
@@ -73,8 +75,8 @@ def _evaluate(sc: Scenario, steps, index: tuple[int, ...], names: tuple[str, ...
 
 def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget=None,
           variant=None, model=None, gpu=None, dcs=None, topology=None, workers_per_dc=None, H=None,
-          basis=None, quantities: Sequence[str] | None = None, samples=None, seed=0,
-          uncertain=None, **fields) -> xr.Dataset:
+          basis=None, quantities: Sequence[str] | None = None, dtype: str = "float64",
+          samples=None, seed=0, uncertain=None, **fields) -> xr.Dataset:
     """Evaluate every closed form over a labelled grid in one jitted call.
 
     Each argument is a scalar (a scalar coordinate, no dimension) or a sequence (a dimension).
@@ -96,6 +98,10 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
       H: sync every H steps (steps to target are assumed unchanged).
       basis: ``"hypothesis"`` or ``"exact"``: which steps a basis-dependent rule takes.
       quantities: which variables to return (default all of :data:`QUANTITIES`).
+      dtype: ``"float64"`` (default) or ``"float32"``: the precision of the jitted pass (float32
+        is faster; on the reference grid of ``benchmarks/winner_bench.py`` its times to target
+        differ from float64's by at most 2.5e-7 relative, ``float32.max_rel_err`` in
+        BENCHMARKS.md). Break-evens are always float64.
       **fields: any other numeric scenario field by name, in SI units (``wan_latency_s``,
         ``overlap_fraction``, ``optics_Sps``, ...).
       samples, seed, uncertain: with ``samples``, Monte Carlo over uncertain inputs (``uncertain``,
@@ -124,15 +130,36 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
     g = parse(sc, bandwidth=bandwidth, enob=enob, budget=budget, variant=variant, model=model,
               gpu=gpu, dcs=dcs, topology=topology, workers_per_dc=workers_per_dc, H=H,
               basis=basis, **fields)
-    return label(sc, g, evaluate_grid(sc, g, names), names)
+    return label(sc, g, evaluate_grid(sc, g, names, dtype), names)
 
 
-def evaluate_grid(sc: Scenario, g: Grid, names: tuple[str, ...]) -> dict:
-    """The jitted quantities of ``names`` on grid ``g`` as NumPy arrays (zero-copy views)."""
+@contextlib.contextmanager
+def precision(dtype: str):
+    """Run jitted model code at ``dtype`` (one of :data:`DTYPES`).
+
+    float32 is JAX with 64-bit floats off for the call: every float in the closed forms (the
+    scenario's leaves, steps, constants) is then float32, with no model code changed.
+    """
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype = {dtype!r} is not known; allowed: {', '.join(DTYPES)}")
+    if dtype == "float64":
+        yield
+        return
+    with jax.enable_x64(False):
+        yield
+
+
+def scenario_arrays(sc: Scenario, g: Grid) -> Scenario:
+    """The scenario with grid ``g``'s overrides, every leaf a NumPy float64 array."""
     # numpy leaves: jit takes them through its fast path (a jnp.asarray each costs a dispatch)
-    sc = jax.tree.map(lambda x: np.asarray(x, dtype=float), sc.replace(**g.leaves))
+    return jax.tree.map(lambda x: np.asarray(x, dtype=float), sc.replace(**g.leaves))
+
+
+def evaluate_grid(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "float64") -> dict:
+    """The jitted quantities of ``names`` on grid ``g`` as NumPy arrays (zero-copy views)."""
     jit_names = tuple(q for q in names if q not in ("steps_to_target", "status"))
-    raw = _evaluate(sc, g.steps, tuple(g.index), jit_names)
+    with precision(dtype):
+        raw = _evaluate(scenario_arrays(sc, g), g.steps, tuple(g.index), jit_names)
     return {k: np.asarray(v) for k, v in raw.items()}
 
 

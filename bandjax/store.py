@@ -40,6 +40,16 @@ import xarray as xr
 
 from .grid import sweep
 
+OF = ("sweep", "winner")  # what a store holds: the sweep's Dataset or the winner map's
+
+
+def _compute(of: str):
+    """The function whose Dataset a store of ``of`` holds (:data:`OF`)."""
+    if of == "winner":
+        from .winner import winner
+        return winner
+    return sweep
+
 DEFAULT_CHUNK_B = 256 * 2**20  # output bytes per chunk: large enough to amortise a call
 CONNECT_TIMEOUT_S = 10.0  # how long to wait for an existing dask scheduler
 LOCAL_WORKERS = 2  # processes of the LocalCluster made for scheduler="local"
@@ -159,13 +169,14 @@ def _swap(path: Path, data: Path) -> None:
 # --------------------------------------------------------------------------- computing the chunks
 
 
-def _chunk(scenario, sweep_args: dict, dim: str, values: list, widths: dict, x64: bool) -> xr.Dataset:
+def _chunk(scenario, sweep_args: dict, dim: str, values: list, widths: dict, x64: bool,
+           of: str = "sweep") -> xr.Dataset:
     """One slice of the sweep, as :func:`write` stores it (runs in a worker with a scheduler)."""
     import jax
 
     if jax.config.jax_enable_x64 != x64:  # a worker process computes in the caller's precision
         jax.config.update("jax_enable_x64", x64)
-    chunk = sweep(scenario, **{**sweep_args, dim: values})
+    chunk = _compute(of)(scenario, **{**sweep_args, dim: values})
     if widths:
         chunk = chunk.assign_coords({k: chunk[k].astype(w) for k, w in widths.items()})
     return chunk
@@ -225,7 +236,7 @@ class _Dask:
 
 def write(path: str | os.PathLike, scenario=None, *, chunk_dim: str | None = None,
           chunk_B: float = DEFAULT_CHUNK_B, progress: bool = True, scheduler: str | None = None,
-          **sweep_args) -> Path:
+          of: str = "sweep", **sweep_args) -> Path:
     """Compute ``bandjax.sweep(scenario, **sweep_args)`` chunk by chunk into a zarr store at ``path``.
 
     The result is the Dataset :func:`bandjax.sweep` would return (same variables, dims, coords,
@@ -247,7 +258,11 @@ def write(path: str | os.PathLike, scenario=None, *, chunk_dim: str | None = Non
         LocalCluster of 2 worker processes made for this call; ``"tcp://host:port"`` an existing
         dask scheduler (connection timeout 10 s). A scheduler runs pickled tasks: use only one
         you trust, as its workers run whatever it is sent. The client writes every chunk, in order.
-      **sweep_args: the arguments of :func:`bandjax.sweep` (``bandwidth=``, ``budget=``, ...).
+      of: ``"sweep"`` (default) or ``"winner"``: store :func:`bandjax.winner`'s map of the same
+        arguments instead (18 B a grid point, whatever the number of variants), for maps larger
+        than memory.
+      **sweep_args: the arguments of :func:`bandjax.sweep` (``bandwidth=``, ``budget=``, ...),
+        or of :func:`bandjax.winner` with ``of="winner"`` (``dtype=``, ``threads=``, ...).
 
     Returns:
       ``Path(path)``.
@@ -262,12 +277,15 @@ def write(path: str | os.PathLike, scenario=None, *, chunk_dim: str | None = Non
                                                                and "://" in scheduler)):
         raise ValueError(f"scheduler = {scheduler!r} is not known; allowed: None (in process), "
                          "'local' (a 2-worker LocalCluster) or an address 'tcp://host:port'")
+    if of not in OF:
+        raise ValueError(f"of = {of!r} is not known; allowed: {', '.join(OF)}")
+    compute = _compute(of)
     path = Path(path)
     _check_names(path)
     dim = chunk_dim_of(sweep_args, chunk_dim)
     values = _swept(sweep_args)[dim]
     # One value of the chunked dimension gives the output bytes per value (and checks arguments).
-    probe = sweep(scenario, **{**sweep_args, dim: values[:1]})
+    probe = compute(scenario, **{**sweep_args, dim: values[:1]})
     slice_B = sum(v.nbytes for v in probe.data_vars.values())
     per_chunk = min(len(values), max(1, int(chunk_B // max(slice_B, 1))))
     # Text labels along the chunked dimension (variant ids, model names) are fixed-width: every
@@ -276,13 +294,14 @@ def write(path: str | os.PathLike, scenario=None, *, chunk_dim: str | None = Non
     widths = {}
     if text:
         point = {k: v[:1] for k, v in _swept(sweep_args).items() if k != dim}
-        labels = sweep(scenario, **{**sweep_args, **point, "quantities": ("step_s",)})
+        small = {"quantities": ("step_s",)} if of == "sweep" else {}
+        labels = compute(scenario, **{**sweep_args, **point, **small})
         widths = {k: labels[k].dtype for k in text}
     del probe
 
     starts = builtins.range(0, len(values), per_chunk)
     x64 = bool(jax.config.jax_enable_x64)
-    fn = _Chunker(scenario, sweep_args, dim, values, per_chunk, widths, x64)
+    fn = _Chunker(scenario, sweep_args, dim, values, per_chunk, widths, x64, of)
     # Connected (or refused) before anything is written beside path.
     executor = _InProcess() if scheduler is None else _Dask(scheduler)
     partial = _beside(path, PARTIAL)
@@ -319,14 +338,14 @@ def write(path: str | os.PathLike, scenario=None, *, chunk_dim: str | None = Non
 class _Chunker:
     """The chunk starting at a given index: a picklable callable for the workers."""
 
-    def __init__(self, scenario, sweep_args, dim, values, per_chunk, widths, x64):
-        self.args = (scenario, sweep_args, dim, widths, x64)
+    def __init__(self, scenario, sweep_args, dim, values, per_chunk, widths, x64, of="sweep"):
+        self.args = (scenario, sweep_args, dim, widths, x64, of)
         self.values, self.per_chunk = values, per_chunk
 
     def __call__(self, start: int) -> xr.Dataset:
-        scenario, sweep_args, dim, widths, x64 = self.args
+        scenario, sweep_args, dim, widths, x64, of = self.args
         return _chunk(scenario, sweep_args, dim, self.values[start:start + self.per_chunk],
-                      widths, x64)
+                      widths, x64, of)
 
 
 def open(path: str | os.PathLike) -> xr.Dataset:  # noqa: A001 - the module's verb, as xr.open_*

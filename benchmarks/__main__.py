@@ -34,10 +34,12 @@ EXTERNAL = {
     "events": ("benchmarks.events_bench", ("events_per_s", "ratio_bare_simpy")),
     "compile": ("benchmarks.compile_bench", ("break_even_budget_s", "elasticities_s")),
     "store": ("benchmarks.store_bench", ("distributed_speedup",)),
+    "winner": ("benchmarks.winner_bench", ("points_per_s", "ratio_sweep_argmin", "core_scaling")),
 }
 KEYS = {
     "sweep": ("cells_per_s", "ratio_numpy", "ratio_python", "compile_s", "scaling_exponent",
-              "fraction_of_memory_bw"),
+              "fraction_of_memory_bw", "core_scaling"),
+    "float32": ("speedup", "max_rel_err"),
     **{name: figures for name, (_, figures) in EXTERNAL.items()},
 }
 
@@ -69,6 +71,15 @@ def external(name: str, quick: bool) -> dict:
     if absent:
         out["reason"] = f"{module}.run did not report {', '.join(absent)}"
     return out
+
+
+def float32_section(winner: dict) -> dict:
+    """The float32 figures, measured by the winner section (on the winner map and the sweep)."""
+    f = winner.get("float32") if winner.get("available") else None
+    if not f:
+        return {"available": False, "reason": "the winner section did not run", "speedup": None,
+                "max_rel_err": None}
+    return {"available": True, **f}
 
 
 def _fmt(x, unit="", digits=3) -> str:
@@ -104,7 +115,9 @@ def table(results: dict) -> str:
         lines.append(f"page faults at {pf['cells']:.3g} cells (median ms, as run / pages reused): "
                      + ", ".join(f"{w} {1e3 * d[w]['median_s']:.0f} / {1e3 * r[w]['median_s']:.0f}"
                                  for w in ("core", "floor", "numpy")))
-    for name in EXTERNAL:
+    lines.append(f"sweep core scaling (2 cores / 1, taskset, median of {common.MIN_REPEAT}): "
+                 f"{_fmt(s.get('core_scaling'))}")
+    for name in (*EXTERNAL, "float32"):
         sec = results[name]
         figs = ", ".join(f"{k} {_fmt(sec.get(k))}" for k in KEYS[name])
         lines.append(f"{name}: {figs}" if sec.get("available") else
@@ -139,6 +152,7 @@ def main(argv=None) -> int:
     for name in EXTERNAL:
         print(f"  {name} ...", file=sys.stderr, flush=True)
         results[name] = external(name, args.quick)
+    results["float32"] = float32_section(results["winner"])
     if args.disk:
         results["disk"] = {"available": True, **sweep_bench.disk_run(args.disk_cells, args.disk_dir)}
     else:

@@ -166,6 +166,12 @@ def run(quick: bool = False, big: bool = False, progress: bool = True) -> dict:
         "memory_bw": membw,
         "sizes": per_size,
     }
+    if progress:
+        print("  sweep: 1 core against 2 ...", file=sys.stderr, flush=True)
+    from .winner_bench import SCALING_SIZE, core_scaling
+    scaling = core_scaling("sweep", 1e5 if quick else SCALING_SIZE, repeat)
+    out["core_scaling"] = scaling["scaling"]
+    out["core_scaling_detail"] = scaling
     if not quick:
         if progress:
             print(f"  sweep: page-fault probe at {head['cells']:.0e} cells ...", file=sys.stderr,

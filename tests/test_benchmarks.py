@@ -167,14 +167,44 @@ def test_quick_run_writes_every_key(tmp_path):
     for section, keys in (("break_even", ("roots_per_s", "ratio_brentq")),
                           ("events", ("events_per_s", "ratio_bare_simpy")),
                           ("compile", ("break_even_budget_s", "elasticities_s")),
-                          ("store", ("distributed_speedup",))):
+                          ("store", ("distributed_speedup",)),
+                          ("winner", ("points_per_s", "ratio_sweep_argmin", "core_scaling")),
+                          ("float32", ("speedup", "max_rel_err"))):
         sec = results[section]
         assert isinstance(sec["available"], bool)
+        if section in ("break_even", "events"):  # they need nothing optional: unavailable = crashed
+            assert sec["available"] is True, (section, sec.get("reason"))
         for key in keys:
             assert key in sec
             if sec["available"]:
                 assert isinstance(sec[key], (int, float)) and sec[key] > 0, (section, key)
             else:
                 assert sec[key] is None and isinstance(sec["reason"], str) and sec["reason"]
+    assert isinstance(sweep["core_scaling"], float) and sweep["core_scaling"] > 0
+    assert sweep["core_scaling_detail"]["1 core"]["cpus"] == 1
     assert results["disk"]["available"] is False
     assert "Dense sweep" in proc.stdout
+
+
+def test_winner_baseline_answers_the_same_question():
+    # the baseline of winner.ratio_sweep_argmin: the sweep reduced in xarray gives the same
+    # winners and times (exactly) wherever some variant reaches the target
+    from benchmarks import winner_bench
+    args = winner_bench.grid_for(2000)
+    am, tmin = winner_bench.through_sweep(**args)
+    m = bandjax.winner(**args)
+    some = np.isfinite(tmin.values)
+    assert some.any()
+    np.testing.assert_array_equal(am.values[some], m["winner"].values[some])
+    np.testing.assert_array_equal(tmin.values[some], m["time_to_target_s"].values[some])
+    np.testing.assert_array_equal(m["winner"].values[~some], -1)
+    assert winner_bench.points_of(args) == pytest.approx(2000, rel=0.01)
+
+
+def test_float32_figures_are_measured_against_float64():
+    from benchmarks import winner_bench
+    grid = {k: (v[:20] if k == "bandwidth" else v) for k, v in winner_bench.REFERENCE_GRID.items()}
+    f = winner_bench.float32_figures(grid, repeat=5)
+    # float32 rounds at 6e-8 relative; a handful of operations: well under 1e-6, never 0
+    assert 0 < f["max_rel_err"] < 1e-6
+    assert f["points"] == 20 * 20 * 2 * 2 * 3 * 2

@@ -1,0 +1,301 @@
+"""Who wins where, and by how much: the winner map of a grid in one fused pass.
+
+:func:`winner` answers the question a sweep is usually asked (which variant reaches the target
+loss first at each grid point, and by what margin) without materialising any per-variant array:
+the step time of each variant (the closed forms of :mod:`bandjax.step`) is computed and reduced
+inside one jitted loop over the grid, unrolled over the variants with a running minimum, its
+position and the runner-up. Per grid point it writes 18 B (two int8, two float64) where
+:func:`bandjax.sweep` writes a float64 time for every variant plus its companions.
+
+Ties go to the variant first in the variant order (the registry's, or the order given with
+``variant=``), as ``sweep(...)["time_to_target_s"].fillna(inf).argmin("variant")`` does: a later
+variant takes the lead only when it is strictly faster. A variant that never reaches the target or
+was not measured (steps inf or NaN) never wins.
+
+:func:`best_over` reduces a winner map over one of its dimensions (the best choice along it, or
+where along it a given variant starts to win) on the small map, not on a per-variant grid.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+import types
+from functools import partial
+
+from . import _jax  # noqa: F401  (64-bit floats, the Scenario PyTree)
+import jax
+import jax.numpy as jnp
+import numpy as np
+import xarray as xr
+
+from .grid import DTYPES, label, precision, scenario_arrays
+from .scenario import Scenario, reference
+from .step import comm_parts_s, exposed_s, sum_parts
+from .sweepargs import Grid, parse
+
+NONE = "none"  # the label of winner / runner_up = -1: no (other) variant reaches the target
+OUTPUTS = ("winner", "time_to_target_s", "runner_up", "margin")
+
+_ATTRS = {
+    "winner": {"units": "1", "long_name": "fastest variant to the target loss (index into the "
+                                          "variant coordinate; -1: none reaches it)"},
+    "time_to_target_s": {"units": "s", "long_name": "the winner's time to the target loss",
+                         "note": "NaN where no variant reaches the target"},
+    "runner_up": {"units": "1", "long_name": "second-fastest variant (index into the variant "
+                                             "coordinate; -1: fewer than two reach the target)"},
+    "margin": {"units": "1", "long_name": "runner-up's time to target / the winner's (>= 1)",
+               "note": "inf where only the winner reaches the target; NaN where none does"},
+}
+
+
+@partial(jax.jit, static_argnames=("index",))
+def _fused(sc: Scenario, steps, index: tuple[int, ...]):
+    """Winner, its time, runner-up and margin at every grid point, variants reduced in the loop.
+
+    ``steps`` is broadcastable to (*grid, registry); ``index`` the competing variants' registry
+    positions, in tie order. Every per-variant term of :func:`bandjax.step.comm_parts_s` is small
+    (it varies along few axes); the full-size work is one elementwise pass per variant, fused by
+    XLA into a single loop that writes the four outputs only.
+    """
+    c = sc.gpu_compute_s
+    parts = comm_parts_s(sc)
+    shape = jnp.broadcast_shapes(jnp.shape(c), jnp.shape(steps)[:-1],
+                                 *(jnp.shape(p)[:-1] for p in parts))
+    inf = jnp.asarray(jnp.inf, dtype=jnp.result_type(c))
+    best, second = jnp.full(shape, inf), jnp.full(shape, inf)
+    first, runner = jnp.full(shape, -1, jnp.int8), jnp.full(shape, -1, jnp.int8)
+    for k, i in enumerate(index):
+        comm = sum_parts([p[..., i] for p in parts])
+        step = c + exposed_s(c, comm, sc.overlap_fraction)
+        n = steps[..., i]
+        # as sweep: no time where the steps are not a number; inf here so it never wins
+        t = jnp.where(jnp.isfinite(n), n * step, inf)
+        ahead, next_ = t < best, t < second
+        second = jnp.where(ahead, best, jnp.where(next_, t, second))
+        runner = jnp.where(ahead, first, jnp.where(next_, jnp.int8(k), runner))
+        best = jnp.where(ahead, t, best)
+        first = jnp.where(ahead, jnp.int8(k), first)
+    some = first >= 0
+    time = jnp.where(some, best, jnp.nan)
+    margin = jnp.where(some, jnp.where(runner >= 0, second / best, jnp.inf), jnp.nan)
+    return first, time, runner, margin
+
+
+def winner(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget=None,
+           variant=None, model=None, gpu=None, dcs=None, topology=None, workers_per_dc=None,
+           H=None, basis=None, dtype: str = "float64", chunk: int | None = None,
+           chunk_dim: str | None = None, threads: int = 1, **fields) -> xr.Dataset:
+    """The fastest variant to the target loss at every grid point, and by how much, in one pass.
+
+    The arguments are :func:`bandjax.sweep`'s (parsed by :func:`bandjax.sweepargs.parse`): each
+    is a scalar (a scalar coordinate) or a sequence (a dimension). ``variant`` names the variants
+    that compete (all of the registry by default) and their order, which breaks ties.
+
+    Args:
+      scenario, bandwidth, enob, budget, variant, model, gpu, dcs, topology, workers_per_dc, H,
+        basis, **fields: as for :func:`bandjax.sweep` (GB/s, GFLOP/s, bits, ...).
+      dtype: ``"float64"`` (default) or ``"float32"``: the precision of the fused pass. float32
+        is faster; over the reference grid of ``benchmarks/winner_bench.py`` its times differ from
+        float64's by at most 2.5e-7 relative (BENCHMARKS.md, ``float32.max_rel_err``), so it can
+        pick a different winner only where two variants are within that of each other.
+      chunk: grid values per call along ``chunk_dim`` (default: all in one call). Outputs are
+        written into arrays of the whole grid; for maps larger than memory use
+        :func:`bandjax.store.write` with ``of="winner"``.
+      chunk_dim: the swept argument to slice (default: the one with the most values).
+      threads: chunks computed at once, each in its own thread (the jitted call releases the
+        GIL). Measured on a shared 2-core machine, neither 2 threads nor XLA's own threads beat
+        1 core (BENCHMARKS.md, ``winner.core_scaling``); on idle cores they can.
+
+    Returns:
+      An ``xarray.Dataset`` over the sweep's dimensions (no ``variant`` dimension):
+
+      - ``winner`` (int8): the winner's position in the ``variant`` coordinate (the competing
+        ids, in order), -1 where no variant reaches the target. Labels: ``names(ds["winner"])``
+        or ``attrs["flag_values"]`` / ``attrs["flag_meanings"]`` (CF flags; -1 is ``"none"``).
+      - ``time_to_target_s`` (s): the winner's; NaN where none reaches the target.
+      - ``runner_up`` (int8): the second-fastest, same coding; on a tie, the later variant.
+      - ``margin`` (1): runner-up's time / winner's time (1 on a tie, inf where only the winner
+        reaches the target, NaN where none does).
+    """
+    sc = reference() if scenario is None else scenario
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype = {dtype!r} is not known; allowed: {', '.join(DTYPES)}")
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads = {threads!r}: must be a whole number of threads >= 1")
+    g = parse(sc, bandwidth=bandwidth, enob=enob, budget=budget, variant=variant, model=model,
+              gpu=gpu, dcs=dcs, topology=topology, workers_per_dc=workers_per_dc, H=H,
+              basis=basis, **fields)
+    if len(g.index) > 127:
+        raise ValueError(f"variant: {len(g.index)} variants compete; at most 127 fit the int8 map")
+    raw = winner_arrays(sc, g, dtype=dtype, chunk=chunk, chunk_dim=chunk_dim, threads=threads)
+    return label_map(sc, g, raw)
+
+
+def winner_arrays(sc: Scenario, g: Grid, *, dtype: str = "float64", chunk: int | None = None,
+                  chunk_dim: str | None = None, threads: int = 1) -> dict:
+    """The four outputs of :func:`winner` on grid ``g`` as NumPy arrays of the grid's shape."""
+    shape = g.shape
+    dims = g.dims
+    if chunk is None:
+        parts = [None]
+        axis = None
+    else:
+        if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
+            raise ValueError(f"chunk = {chunk!r}: must be a whole number of grid values >= 1")
+        if not dims:
+            raise ValueError("chunk: no argument is a sequence, so there is nothing to chunk")
+        if chunk_dim is None:
+            axis = int(np.argmax(shape))
+        elif chunk_dim in dims:
+            axis = dims.index(chunk_dim)
+        else:
+            raise ValueError(f"chunk_dim = {chunk_dim!r} is not a swept argument; allowed: "
+                             f"{', '.join(dims)}")
+        parts = [slice(s, s + int(chunk)) for s in range(0, shape[axis], int(chunk))]
+    index = tuple(g.index)
+    with precision(dtype):
+        sc_arrays = scenario_arrays(sc, g)
+        steps = g.steps
+
+        def run(sl):
+            if sl is None:
+                return _fused(sc_arrays, steps, index)
+            cut = lambda x: _cut(x, axis, sl, len(shape))  # noqa: E731
+            return _fused(jax.tree.map(cut, sc_arrays), cut(steps), index)
+
+        if len(parts) == 1:
+            out = [np.broadcast_to(np.asarray(a), shape) for a in run(parts[0])]
+            return dict(zip(OUTPUTS, out))
+        ftype = np.float32 if dtype == "float32" else np.float64
+        out = [np.empty(shape, np.int8), np.empty(shape, ftype), np.empty(shape, np.int8),
+               np.empty(shape, ftype)]
+        _in_threads(run, parts, out, axis, shape, threads)
+    return dict(zip(OUTPUTS, out))
+
+
+def _cut(x, axis: int, sl: slice, ndim: int):
+    """``x`` (broadcastable to the grid, possibly with a trailing variant axis) along ``axis``."""
+    x = np.asarray(x)
+    extra = x.ndim - ndim  # 0 for a scenario leaf, 1 for steps; < 0: a 0-d override
+    if extra < 0 or x.shape[axis] == 1:
+        return x
+    return x[(slice(None),) * axis + (sl,)]
+
+
+def _in_threads(run, parts, out, axis, shape, threads):
+    """Compute every slice, ``threads`` at a time, each written into its place in ``out``."""
+    lock = threading.Lock()
+    queue = list(reversed(parts))
+    errors = []
+
+    def work():
+        while True:
+            with lock:
+                if not queue or errors:
+                    return
+                sl = queue.pop()
+            try:
+                res = run(sl)
+                where = (slice(None),) * axis + (sl,)
+                sub = tuple(shape[:axis]) + (len(range(*sl.indices(shape[axis]))),) + tuple(shape[axis + 1:])
+                for o, r in zip(out, res):
+                    o[where] = np.broadcast_to(np.asarray(r), sub)
+            except BaseException as e:  # raised again in the caller's thread
+                errors.append(e)
+                return
+
+    pool = [threading.Thread(target=work) for _ in range(min(threads, len(parts)) - 1)]
+    for t in pool:
+        t.start()
+    work()
+    for t in pool:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def label_map(sc: Scenario, g: Grid, raw: dict) -> xr.Dataset:
+    """The labelled winner map of raw outputs: the sweep's coordinates, ``variant`` the ids that
+    compete (a dimension of its own, on no variable)."""
+    base = label(sc, g, {}, ())
+    ids = list(g.variants)
+    flags = {"flag_values": list(range(-1, len(ids))), "flag_meanings": " ".join([NONE, *ids])}
+    dims = g.dims
+    data = {}
+    for k in OUTPUTS:
+        attrs = {**_ATTRS[k], **(flags if k in ("winner", "runner_up") else {})}
+        data[k] = xr.Variable(dims, raw[k], attrs)
+    coords = {k: v for k, v in base.coords.items() if k not in ("variant", "label")}
+    coords["variant"] = xr.Variable("variant", np.asarray(ids), {"long_name": "variants that compete"})
+    coords["label"] = xr.Variable("variant", np.asarray([sc.variant(v).short for v in ids]))
+    ds = xr.Dataset(data, coords=coords)
+    ds.attrs.update(base.attrs)
+    ds.attrs["title"] = "bandjax winner map"
+    ds.attrs["ties"] = "first in variant order wins; the later one is the runner-up (margin 1)"
+    return ds
+
+
+def names(codes: xr.DataArray) -> xr.DataArray:
+    """The variant ids of a ``winner`` or ``runner_up`` map (``"none"`` for -1), as strings."""
+    meanings = codes.attrs.get("flag_meanings")
+    if meanings is None:
+        raise ValueError("names: expected a winner or runner_up map (with attrs['flag_meanings'])")
+    table = np.asarray(meanings.split())  # position 0 is -1
+    return xr.DataArray(table[np.asarray(codes) + 1], dims=codes.dims, coords=codes.coords,
+                        attrs={"long_name": codes.attrs.get("long_name", "")})
+
+
+def best_over(ds: xr.Dataset, dim: str, *, wins: str | None = None) -> xr.Dataset | xr.DataArray:
+    """A winner map reduced over one of its dimensions.
+
+    - ``wins=None``: the best choice along ``dim`` at every other point: the lowest
+      ``time_to_target_s`` over ``dim`` and the winner, runner-up and margin there; the coordinate
+      ``dim`` becomes a variable of the chosen values (``"none"`` / NaN where no choice reaches the
+      target). E.g. ``best_over(m, "topology")``: the better WAN topology and who wins on it.
+    - ``wins="band_switch"``: the lowest value of the numeric coordinate ``dim`` at which that
+      variant wins, at every other point (a DataArray in ``dim``'s units; NaN where it wins nowhere
+      along ``dim``). E.g. ``best_over(m, "budget", wins="band_switch")``: per bandwidth, the
+      smallest module budget, GFLOP/s, at which E' is the fastest.
+    """
+    if dim not in ds.dims:
+        raise ValueError(f"dim = {dim!r} is not a dimension of the map; allowed: "
+                         f"{', '.join(map(str, ds.dims))}")
+    if wins is not None:
+        ids = list(ds["variant"].values)
+        if wins not in ids:
+            raise ValueError(f"wins = {wins!r} is not a variant of the map; allowed: {', '.join(ids)}")
+        coord = ds[dim]
+        if coord.dtype.kind not in "iuf":
+            raise ValueError(f"wins: dimension {dim!r} has no numeric coordinate; it needs one "
+                             "(bandwidth, budget, enob, dcs, H, ...)")
+        at = coord.astype(float).where(ds["winner"] == ids.index(wins))
+        out = at.min(dim)  # NaN where it wins nowhere along dim
+        out.attrs = {**coord.attrs, "long_name": f"lowest {dim} at which {wins} wins"}
+        return out.rename(f"lowest_{dim}")
+    t = ds["time_to_target_s"]
+    pick = t.fillna(math.inf).argmin(dim)
+    out = ds.drop_vars([v for v in ds.coords if v != dim and dim in ds[v].dims]).isel({dim: pick})
+    none = ds["winner"].isel({dim: pick}) < 0
+    chosen = out[dim]
+    chosen = chosen.where(~none, NONE if chosen.dtype.kind == "U" else math.nan)
+    out = out.drop_vars(dim).assign({dim: chosen.variable.copy(data=np.asarray(chosen))})
+    out[dim].attrs = {**ds[dim].attrs, "long_name": f"best {dim} (lowest time to target)"}
+    out.attrs = {**ds.attrs, "reduced": f"best over {dim}"}
+    return out
+
+
+class _Module(types.ModuleType):
+    """This module, callable as :func:`winner`.
+
+    ``bandjax.winner`` is the function, but importing this module (``from bandjax.winner import
+    names``) binds the package attribute of the same name to the module; calling it then still
+    computes the map.
+    """
+
+    def __call__(self, *args, **kwargs) -> xr.Dataset:
+        return winner(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _Module
