@@ -94,8 +94,10 @@ def winner(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budge
     that compete (all of the registry by default) and their order, which breaks ties.
 
     Args:
-      scenario, bandwidth, enob, budget, variant, model, gpu, dcs, topology, workers_per_dc, H,
-        basis, **fields: as for :func:`bandjax.sweep` (GB/s, GFLOP/s, bits, ...).
+      scenario: the parameters; the reference scenario by default. The grid arguments
+        (``bandwidth``, ``enob``, ``budget``, ``variant``, ``model``, ``gpu``, ``dcs``,
+        ``topology``, ``workers_per_dc``, ``H``, ``basis`` and any field by name) are as for
+        :func:`bandjax.sweep` (GB/s, GFLOP/s, bits, ...).
       dtype: ``"float64"`` (default) or ``"float32"``: the precision of the fused pass. float32
         is faster; over the reference grid of ``benchmarks/winner_bench.py`` its times differ from
         float64's by at most 2.5e-7 relative (BENCHMARKS.md, ``float32.max_rel_err``), so it can
