@@ -66,3 +66,38 @@ def test_readme_python_runs():
     # selected by name and by value as the README says
     np.testing.assert_allclose(first.set_xindex("budget_label").step_s.sel(budget_label="free").values,
                                first.step_s.sel(budget=np.inf).values, rtol=0, atol=0)
+
+
+@pytest.mark.slow
+def test_worked_example():
+    """The README's worked example (three regions, H100s, 20 ms, Llama-3-8B) states what the model
+    gives: each number recomputed here, to the digits the README prints."""
+    import numpy as np
+
+    import bandjax
+
+    sc = (bandjax.reference().with_gpu("h100", utilisation=0.4)
+          .at_model_size(bandjax.PRESETS["llama3-8b"])
+          .replace(dcs=3.0, wan_latency_s=20e-3))
+    w = bandjax.winner(sc, topology=["ring", "mesh"], basis=["hypothesis", "exact"])
+    ids = list(w["variant"].values)
+    assert {ids[i] for i in w["winner"].values.ravel()} == {"band_gpu_allreduce"}
+    assert {ids[i] for i in w["runner_up"].values.ravel()} == {"topk"}
+    t = w["time_to_target_s"].sel(basis="hypothesis")
+    assert np.round(t.values).tolist() == [1112.0, 719.0]  # s, ring then mesh
+    assert np.round(w["margin"].sel(basis="hypothesis").values, 2).tolist() == [1.28, 1.25]
+    runner = bandjax.sweep(sc, topology=["ring", "mesh"], variant="topk")["time_to_target_s"]
+    assert np.round(runner.values).tolist() == [1422.0, 900.0]
+    # the study's cluster: top-k wins at 12.5 GB/s
+    ref = bandjax.winner(bandjax.reference())
+    assert str(ref["variant"].values[int(ref["winner"])]) == "topk"
+
+    def crossing_GBps(s, basis):
+        (x,) = np.asarray(bandjax.break_even(s, "E'", "AdamW", basis=basis).x).ravel()
+        return x / 1e9
+
+    assert round(crossing_GBps(bandjax.reference(), "hypothesis"), 3) == 1.568
+    assert round(crossing_GBps(sc, "hypothesis"), 3) == 2.285
+    assert round(crossing_GBps(sc.replace(topology=1.0), "hypothesis"), 3) == 1.154
+    assert round(crossing_GBps(sc, "exact"), 3) == 1.219
+    assert round(crossing_GBps(sc.replace(topology=1.0), "exact"), 3) == 0.616
