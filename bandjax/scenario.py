@@ -319,6 +319,12 @@ class Scenario:
             get = lambda k: changes.get(k, getattr(self, k))  # noqa: E731
             changes["gpu_peak_FLOPs"] = (get("flops_per_param_token") * get("params")
                                          * get("tokens_per_worker") / (c * get("utilisation")))
+        if isinstance(changes.get("topology"), str):  # "ring" / "mesh": the leaf is its index
+            topology = changes["topology"]
+            if topology not in _variants.TOPOLOGIES:
+                raise ScenarioError(f"[cluster] topology = {topology!r} is not known; allowed: "
+                                    f"{', '.join(_variants.TOPOLOGIES)}")
+            changes["topology"] = float(_variants.TOPOLOGIES.index(topology))
         for name, value in changes.items():
             if name in LIMITS:
                 check_field(name, value, whole=False)
