@@ -264,3 +264,35 @@ def test_sweep_labels_align_with_bandjax_sweep_inline():
     np.testing.assert_allclose(a.values, b.values, rtol=1e-9)
     assert ds.step_s.attrs["units"] == "s" and ds.bandwidth.attrs["units"] == "GB/s"
     assert list(ds.label.values) == list(cf.label.values)
+
+
+def test_sweep_takes_bandjax_sweep_arguments_and_aligns():
+    import xarray as xr
+
+    grid = dict(dcs=[2, 3, 8], topology=["ring", "mesh"], H=[1, 2], wan_latency_s=2e-3,
+                overlap_fraction=0.5, model=["study", 2e7])
+    ds = events.sweep(load=0.0, seed=0, steps=4, scheduler="inline", progress=False, **grid)
+    cf = bandjax.sweep(quantities=["step_s"], **grid)
+    assert ds.step_s.dims == cf.step_s.dims == ("model", "dcs", "topology", "H", "variant")
+    a, b = xr.align(ds, cf, join="exact")
+    # model.md section 13: load 0 is the closed form, here with latency and overlap on
+    np.testing.assert_allclose(a.step_s.values, b.step_s.values, rtol=1e-12, atol=0)
+    assert float(ds.wan_latency_s) == 2e-3 and list(ds.params.values) == list(cf.params.values)
+    assert ds.dcs.attrs == cf.dcs.attrs and ds.topology.attrs == cf.topology.attrs
+
+
+@pytest.mark.parametrize("H,shown", [(1.5, "1.5"), ([1, 2.5], "2.5")])
+def test_sweep_H_must_be_whole(H, shown):
+    with pytest.raises(ValueError, match=rf"H = {shown}: the event engine syncs every H steps, "
+                                         r"so H must be a whole number of steps >= 1"):
+        events.sweep(H=H, load=0.0, steps=1, scheduler="inline", progress=False)
+
+
+def test_sweep_refuses_what_bandjax_sweep_refuses():
+    for kwargs, match in [({"dcs": 1}, r"dcs = 1: must be a whole number >= 2"),
+                          ({"topology": "star"}, r"topology = 'star': must be one of 'ring', 'mesh'"),
+                          ({"bogus_s": 1.0}, r"bogus_s is not a sweep argument or scenario field")]:
+        with pytest.raises(ValueError, match=match):
+            bandjax.sweep(**kwargs)
+        with pytest.raises(ValueError, match=match):
+            events.sweep(load=0.0, steps=1, scheduler="inline", progress=False, **kwargs)
