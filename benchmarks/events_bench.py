@@ -184,6 +184,42 @@ def run(quick: bool = False) -> dict:
     return out
 
 
+def accuracy(dcs=(2, 3, 4, 8), topologies=("ring", "mesh"), loads=(0.5, 0.75, 0.9, 0.95),
+             seeds: int = 4, steps: int = 100, gbps: float = 12.5) -> dict:
+    """The queueing approximation (:func:`bandjax.queueing.shared_wan_step_s`) against the
+    engine's mean step over ``seeds`` seeds of ``steps`` steps, every variant of the reference
+    scenario at ``gbps`` GB/s per link, for each K and topology (at K = 2 both topologies are the
+    same two links, so only the ring is run). Returns per (K, topology) the worst relative error
+    (approx. / engine - 1) with its variant and load, every error, and the standard error of the
+    engine's mean relative to it (the error's noise floor)."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    from bandjax.queueing import shared_wan_step_s
+
+    out = {}
+    for K in dcs:
+        for top in topologies if K > 2 else topologies[:1]:
+            sc = bandjax.reference().replace(
+                dcs=float(K), topology=float(bandjax.variants.TOPOLOGIES.index(top)),
+                wan_Bps=gbps * 1e9)
+            approx = np.asarray(shared_wan_step_s(sc, np.asarray(loads, dtype=float)))
+            errors, worst = [], None
+            for j, load in enumerate(loads):
+                for i, vid in enumerate(sc.ids):
+                    means = [simulate(events.build(sc, vid), load, s, steps, trace_steps=0).mean_s
+                             for s in range(seeds)]
+                    m = float(np.mean(means))
+                    row = {"variant": vid, "load": load, "rel_err": float(approx[j, i] / m - 1),
+                           "sem_rel": float(np.std(means, ddof=1) / math.sqrt(seeds) / m)}
+                    errors.append(row)
+                    if worst is None or abs(row["rel_err"]) > abs(worst["rel_err"]):
+                        worst = row
+            out[f"K={K} {top}"] = {"worst": worst, "errors": errors}
+            print(f"K={K} {top}: worst {worst}", file=sys.stderr, flush=True)
+    return out
+
+
 def _table(r: dict) -> str:
     rows = []
     for k, v in r.items():
@@ -196,6 +232,9 @@ def _table(r: dict) -> str:
 
 
 if __name__ == "__main__":
+    if "--accuracy" in sys.argv:
+        print(json.dumps(accuracy(), indent=1))
+        sys.exit(0)
     result = run(quick="--quick" in sys.argv)
     print(_table(result))
     if "--json" in sys.argv:
