@@ -47,8 +47,8 @@ from .step import COMPONENTS, col, comm_parts_s, sum_parts, traffic_B
 
 # Stated relative accuracy of shared_wan_step_s against the event engine's mean step over seeds,
 # per K and topology (at K = 2 the two are the same links): the worst |approx. / engine - 1| over
-# every variant of the reference scenario at 12.5 GB/s per link and loads 0.5, 0.75, 0.9, 0.95
-# (load 0 is exact), measured by ``python -m benchmarks.events_bench --accuracy`` (MEASURED_BY).
+# every variant of the reference scenario at 12.5 GB/s per link and loads 0.5, 0.9 and 0.95
+# (load 0 is exact), 8 seeds of 100 steps each, measured by ``python -m benchmarks.events_bench --accuracy`` (MEASURED_BY).
 ACCURACY_BY_CLUSTER = {
     (2, "ring"): None, (3, "ring"): None, (3, "mesh"): None, (4, "ring"): None,
     (4, "mesh"): None, (8, "ring"): None, (8, "mesh"): None,

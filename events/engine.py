@@ -17,8 +17,10 @@ c + max(0, comm / H - f c), the closed form's (comm: the sync's phases, WAN byte
 Each link is one first-come-first-served server of capacity B shared with other jobs, whose
 ``background_B`` transfers arrive as a Poisson process at ``load`` x B, seeded per link. A link is a
 work-conserving FCFS server with deterministic service (bytes / B): a message arriving at t leaves
-at ``max(t, link free) + bytes / B`` (Lindley's recursion), so every arrival is one SimPy event
-and departures need none; each link's background is its own process.
+at ``max(t, link free) + bytes / B`` (Lindley's recursion), so departures need no event. Nothing
+waits on other jobs' transfers, so they need none either: each link applies its own, in order,
+when it is next read (a sync message arrives, the run takes its state). SimPy events are the
+job's: one per sync message and one per phase, however many links and however loaded.
 
 This module never imports jax or the closed forms; :mod:`events.plan` builds the plan from a
 scenario and :mod:`bandjax.phases`.
@@ -136,15 +138,23 @@ class RunResult:
         }
 
 
+_BATCH = 4096  # background gaps drawn at a time
+
+
 class _Link:
     """One directed WAN link: a FCFS server of ``rate`` bytes/s (Lindley's recursion).
 
     ``inflight`` holds the departure times of the messages in the link, in order (FCFS departures
     are monotone), so its length is the queue length seen by an arrival.
+
+    Other jobs' transfers need no SimPy event: nothing waits on them, so the link applies them,
+    in order of arrival and by the same recursion, whenever it is next read (a sync message
+    arrives, the run takes its state): :meth:`catch_up`. The arrival times are the running sums
+    of the link's own seeded exponential gaps.
     """
 
     __slots__ = ("rate", "free_at", "inflight", "arrivals", "sojourn_s", "work_s", "queue_max",
-                 "log")
+                 "log", "bg_next", "bg_gaps", "bg_i", "bg_rng", "bg_gap_s", "bg_service_s")
 
     def __init__(self, rate: float):
         self.rate = rate
@@ -155,9 +165,60 @@ class _Link:
         self.work_s = 0.0  # sum over arrivals of service time
         self.queue_max = 0
         self.log: list | None = None  # (arrival, departure) pairs while tracing
+        self.bg_next = math.inf  # the next background arrival, s (inf: none)
+        self.bg_gaps: list = []
+        self.bg_i = 0
+        self.bg_rng = None
+        self.bg_gap_s = self.bg_service_s = 0.0
+
+    def background(self, rng: np.random.Generator, mean_gap_s: float, service_s: float) -> None:
+        """Other jobs' transfers of ``service_s`` each, Poisson with mean gap ``mean_gap_s``,
+        from time 0."""
+        self.bg_rng, self.bg_gap_s, self.bg_service_s = rng, mean_gap_s, service_s
+        self.bg_gaps = (rng.standard_exponential(_BATCH) * mean_gap_s).tolist()
+        self.bg_i = 0
+        self.bg_next = 0.0 + self.bg_gaps[0]
+
+    def catch_up(self, now: float) -> None:
+        """Apply every background arrival up to ``now``, in order (the body of :meth:`arrive`,
+        inlined: this loop is most of a loaded run's time)."""
+        t = self.bg_next
+        if t > now:
+            return
+        service = self.bg_service_s
+        inflight = self.inflight
+        gaps, i = self.bg_gaps, self.bg_i
+        free, queue_max, count = self.free_at, self.queue_max, 0
+        sojourn, work = self.sojourn_s, self.work_s  # running sums, added to in the same order
+        log = self.log
+        while t <= now:
+            while inflight and inflight[0] <= t:
+                inflight.popleft()
+            departure = (free if free > t else t) + service
+            free = departure
+            inflight.append(departure)
+            count += 1
+            sojourn += departure - t
+            work += service
+            if len(inflight) > queue_max:
+                queue_max = len(inflight)
+            if log is not None:
+                log.append((t, departure))
+            i += 1
+            if i == len(gaps):
+                gaps = (self.bg_rng.standard_exponential(_BATCH) * self.bg_gap_s).tolist()
+                i = 0
+            t = t + gaps[i]
+        self.free_at, self.queue_max = free, queue_max
+        self.arrivals += count
+        self.sojourn_s, self.work_s = sojourn, work
+        self.bg_gaps, self.bg_i, self.bg_next = gaps, i, t
 
     def arrive(self, now: float, service_s: float) -> float:
-        """Queue a message of ``service_s`` at ``now``; return its departure time."""
+        """Queue a message of ``service_s`` at ``now`` (after the background up to ``now``);
+        return its departure time."""
+        if self.bg_next <= now:
+            self.catch_up(now)
         inflight = self.inflight
         while inflight and inflight[0] <= now:
             inflight.popleft()
@@ -175,22 +236,13 @@ class _Link:
         return departure
 
     def state(self, now: float) -> dict:
-        """Counters at ``now``, to take differences over the job."""
+        """Counters at ``now`` (the background applied up to it), to take differences over the
+        job."""
+        self.catch_up(now)
         inflight = [d for d in self.inflight if d > now]
         return {"backlog_s": max(self.free_at - now, 0.0), "inflight": inflight,
                 "remaining_s": sum(d - now for d in inflight), "sojourn_s": self.sojourn_s,
                 "work_s": self.work_s}
-
-
-def _background(env: simpy.Environment, link: _Link, rng: np.random.Generator,
-                mean_gap_s: float, service_s: float, batch: int = 4096):
-    """Other jobs' transfers on ``link``: Poisson arrivals, mean gap ``mean_gap_s``."""
-    timeout = env.timeout
-    arrive = link.arrive
-    while True:
-        for gap in (rng.standard_exponential(batch) * mean_gap_s).tolist():
-            yield timeout(gap)
-            arrive(env.now, service_s)
 
 
 def _send(env: simpy.Environment, link: _Link, total_B: float, message_B: float,
@@ -336,8 +388,7 @@ def simulate(plan: Plan, load: float, seed: int = 0, steps: int = 400, *,
     if load > 0:
         mean_gap = service_bg / load  # arrival rate load x B / background_B
         for i, link in enumerate(links):
-            env.process(_background(env, link, np.random.default_rng([seed, i]), mean_gap,
-                                    service_bg))
+            link.background(np.random.default_rng([seed, i]), mean_gap, service_bg)
     start = warmup_s(plan, load)
     step_s = np.empty(steps)
     trace_steps = min(trace_steps, steps) if trace_points > 0 else 0
@@ -371,6 +422,8 @@ def simulate(plan: Plan, load: float, seed: int = 0, steps: int = 400, *,
                     st["step_ends"].append(env.now)
                 if k + 1 == trace_steps:
                     st["trace_end"] = env.now
+                    for link in links:
+                        link.catch_up(env.now)
                     st["logs"] = [link.log for link in links]
                     for link in links:
                         link.log = None
