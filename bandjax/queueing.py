@@ -168,7 +168,8 @@ def expected_max_s(base_s, noise_s, busy, tail_s, links):
 
     E[max] = lo + integral over [lo, hi] of 1 - F(x)^L dx (trapezoid rule, :data:`_GRID` nodes),
     F the mixture of a normal and an exponentially modified normal; [lo, hi] spans 10 noise
-    below base to base + 10 noise + (ln L + 30) tail, where 1 - F < 1e-13 / L.
+    below base to base + 10 noise + (ln L + 30) tail, where 1 - F < 1e-13 / L. The rule is good
+    to about 1e-5 of the spread (noise + tail); the result is 0 for L = 1 to that accuracy.
     """
     L = links[..., None]
     sd = jnp.maximum(noise_s, 1e-9 * (base_s + tail_s))[..., None]
@@ -232,7 +233,7 @@ def shared_wan_step_s(sc: Scenario, load):
                                               rho[..., None], (m_bg / B)[..., None]), axis=-1)
         return residual - (1 - rho) * G + idle, mean, lag
 
-    shape = jnp.broadcast_shapes(rho.shape, other.shape, wan_B.shape, B.shape, c.shape)
+    shape = jnp.broadcast_shapes(rho.shape, other.shape, wan_B.shape, B.shape, hidden.shape)
     backlog = jax.lax.fori_loop(0, _FIXED_POINT_ITERATIONS, lambda _, v: update(v)[0],
                                 jnp.broadcast_to(w0, shape))
     _, mean, lag = update(backlog)

@@ -7,7 +7,7 @@ import pytest
 
 import bandjax
 from bandjax import cli, variants
-from bandjax.queueing import ACCURACY
+from bandjax.queueing import accuracy
 from bandjax.report import _json_ready, shared_wan
 
 SMALL = {"shared_wan": {"steps": 20, "seeds": 2, "scheduler": "inline", "progress": False}}
@@ -25,7 +25,8 @@ def test_section_has_the_page_contract(results):
     for key in ("step_ms", "mean_step_ms", "ci95_ms", "growth", "approx_step_ms"):
         assert sorted(r[key]) == sorted(variants.IDS), key
         assert all(len(v) == 3 for v in r[key].values()), key
-    assert r["approx_accuracy"] == ACCURACY
+    assert r["approx_accuracy"] == accuracy(bandjax.reference())["accuracy"]
+    assert (r["dcs"], r["topology"], r["links"]) == (2, "ring", 2)
     closed = np.asarray(bandjax.step_s(bandjax.reference())) * 1e3
     for i, vid in enumerate(variants.IDS):
         assert r["step_ms"][vid][0] == pytest.approx(closed[i], rel=1e-9)
