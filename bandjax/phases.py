@@ -6,7 +6,7 @@ The one description of payload sizes and the module's stages. :mod:`bandjax.step
 
     payloads per worker        dense G = dense bytes/param x P
                                top-k   = top-k share x P x bytes/value
-                               band    = band share x P x bits / 8   (GPU bits, or the ENOB in transit)
+                               band    = band share x P x bits / 8   (GPU bits; in transit ENOB)
     module stages (pipelined)  port    = G / module port       optics = P / optics rate
                                compute = 40 P / budget         fpga   = G / FPGA rate
 """
@@ -39,7 +39,7 @@ def variant_payload_B(sc, v: Variant, pay: dict):
 
 
 def variant_traffic(sc, v: Variant, pay: dict, where) -> Traffic:
-    """:func:`bandjax.variants.traffic` of ``v`` under ``sc`` (``where``: the elementwise select)."""
+    """:func:`bandjax.variants.traffic` of ``v`` under ``sc`` (``where``: elementwise select)."""
     return traffic(v, variant_payload_B(sc, v, pay), pay["dense"], sc.workers_per_dc, sc.dcs,
                    sc.topology, where=where)
 

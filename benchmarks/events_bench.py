@@ -178,7 +178,7 @@ def run(quick: bool = False) -> dict:
     mesh8 = bandjax.reference().replace(dcs=8.0, topology=1.0)
     out["mesh8"] = {"scenario": "8 DCs, mesh (56 links), AdamW, 12.5 GB/s per link, load 0.9",
                     **_throughput(events.build(mesh8, "adamw"), load, 5 if quick else 40,
-                                  2 if quick else 3)}
+                                  1 if quick else 3)}
 
     grid = dict(load=[0.5, 0.9], seed=list(range(2 if quick else 4)), steps=20 if quick else 200,
                 progress=False)
