@@ -54,6 +54,8 @@ def test_markdown_names_assumptions_and_units(results):
     assert "## Shared WAN" in md and "95% interval" in md and "ms" in md
     assert "1 MB" in md and "d calibrated" in md
     assert md.count("\n| ") == 1 + len(variants.IDS)
+    # the approximation's measured worst error per cluster (bandjax.queueing.ACCURACY_BY_CLUSTER)
+    assert "K = 2 11%" in md and "K = 8 mesh 13%" in md and "load-0 step" in md
 
 
 def test_cli_wan_prints_a_row_per_variant_and_load(capsys):
