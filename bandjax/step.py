@@ -14,10 +14,11 @@ from . import _jax  # noqa: F401  (64-bit floats, the Scenario PyTree)
 import jax
 import jax.numpy as jnp
 
+from . import phases as _phases
 from . import variants as _v
 from .scenario import Scenario
 
-STAGES = ("port", "optics", "compute", "fpga")
+STAGES = _phases.STAGES
 # The terms of a step, in the order of model.md section 5 and the hot-spot names of section 7.
 COMPONENTS = ("gpu_compute", "module_port", "module_optics", "module_compute", "module_fpga",
               "qsfp", "port", "wan", "wan_latency", "fixed")
@@ -36,28 +37,11 @@ def col(x):
 
 
 def payloads_B(sc: Scenario) -> dict:
-    """Bytes per worker of each payload kind.
-
-        dense        G = 4 P                       (fp32 delta; a variant may say its own bytes)
-        topk         K = (P/16) x (4 + 4)          (fp32 value + int32 index)
-        band_gpu     b = (P/4) x 8 / 8             (GPU band: 8 bits a coefficient)
-        band_transit b = (P/4) x ENOB / 8          (bit-packed, not rounded per coefficient)
-    """
-    P = sc.params
-    band = sc.band_fraction * P
-    return {
-        "dense": sc.dense_bytes_per_param * P,
-        "topk": sc.topk_fraction * P * sc.topk_bytes_per_value,
-        "band_gpu": band * sc.gpu_band_bits / 8,
-        "band_transit": band * sc.enob / 8,
-    }
+    """Bytes per worker of each payload kind (:func:`bandjax.phases.payloads_B`)."""
+    return _phases.payloads_B(sc)
 
 
-def variant_payload_B(sc: Scenario, v: _v.Variant, pay: dict):
-    """Payload per worker of variant ``v``: its kind's, or its own bytes a parameter (dense)."""
-    if v.bytes_per_param is not None:
-        return v.bytes_per_param * sc.params
-    return pay[v.payload]
+variant_payload_B = _phases.variant_payload_B
 
 
 def traffic_B(sc: Scenario) -> _v.Traffic:
@@ -66,8 +50,7 @@ def traffic_B(sc: Scenario) -> _v.Traffic:
     WAN bytes are per directed link in use; ``links`` and ``hops`` per variant likewise.
     """
     pay = payloads_B(sc)
-    per = [_v.traffic(v, variant_payload_B(sc, v, pay), pay["dense"], sc.workers_per_dc,
-                      sc.dcs, sc.topology, where=jnp.where) for v in sc.variants]
+    per = [_phases.variant_traffic(sc, v, pay, jnp.where) for v in sc.variants]
     return _v.Traffic(*(jnp.stack(jnp.broadcast_arrays(*c), axis=-1) for c in zip(*per)))
 
 
@@ -77,10 +60,7 @@ def module_stages_s(sc: Scenario):
         port    = G / qsfp port       optics = P / optics rate
         compute = 40 P / budget       fpga   = G / fpga rate        (budget = inf: not charged)
     """
-    P = sc.params
-    G = sc.dense_bytes_per_param * P
-    stages = (G / sc.qsfp_port_Bps, P / sc.optics_Sps,
-              sc.transform_flops_per_param * P / sc.budget_FLOPs, G / sc.fpga_Bps)
+    stages = _phases.module_stages(sc)
     return jnp.stack(jnp.broadcast_arrays(*stages), axis=-1)
 
 

@@ -1,15 +1,22 @@
-"""events: the shared-WAN discrete-event engine (model.md section 11), SimPy and NumPy only.
+"""events: the shared-WAN discrete-event engine (model.md sections 11 and 13), SimPy and NumPy only.
 
-The closed forms assume the WAN is the training job's alone; this engine shares each direction
-with other jobs' Poisson traffic. At load 0 it must give the closed forms' step time exactly,
-which makes it an independent check of them.
+The closed forms assume the WAN is the training job's alone; this engine shares every directed WAN
+link in use (K on a ring of K DCs, K(K-1) on a mesh) with other jobs' Poisson traffic, with the
+scenario's one-way latency and overlap. At load 0 it gives the closed forms' step time exactly,
+which makes it an independent check of them. ``import events`` never loads jax.
 
 Public API (imported lazily, so dask workers that only run :func:`simulate` stay light):
 
-    build(scenario, variant) -> Plan         the job's phases, from bandjax.variants.traffic
+    build(scenario, variant) -> Plan         the job's phases, from bandjax.phases and .variants
     simulate(plan, load, seed, steps) -> RunResult
     run(scenario, variant, load, seed, steps) -> RunResult
-    sweep(scenario, variant=, load=, bandwidth=, seed=, steps=, ...) -> xarray.Dataset (on dask)
+    sweep(scenario, load=, seed=, steps=, scheduler=, **bandjax.sweep's arguments)
+        -> xarray.Dataset
+
+:func:`sweep` runs on a new dask ``LocalCluster`` by default; its worker processes import the
+calling script, so a script must call it under ``if __name__ == "__main__":``. With
+``scheduler="inline"`` the runs go one after another in this process (no dask, no guard);
+``scheduler="tcp://host:8786"`` or a ``distributed.Client`` uses an existing cluster.
 """
 
 from __future__ import annotations

@@ -1,22 +1,29 @@
-"""The shared-WAN discrete-event engine (model.md section 11): SimPy and NumPy only.
+"""The shared-WAN discrete-event engine (model.md sections 11 and 13): SimPy and NumPy only.
 
 A run simulates a training job whose steps are built phase by phase from a :class:`Plan`:
 
     every step          GPU compute c
-    every H-th step     then, in each DC at once, the sync's phases in order (worker port, the
-                        module's pipelined stages, the module port, the fixed time d), then the
-                        sync's WAN bytes of that DC as messages of ``message_B`` bytes, one after
-                        another on the DC's outbound WAN link (each queued when the previous one is
-                        done); the step ends when both directions are done.
+    every H-th step     the sync: in every DC at once, its phases in order (worker port, the
+                        module's pipelined stages, the module port, the fixed time d), then on
+                        every directed WAN link in use (K on a ring, K(K-1) on a mesh) the link's
+                        bytes as messages of ``message_B`` bytes, one after another (each queued
+                        when the previous one is done); a link is done ``latency_s`` (hops x
+                        one-way latency) after its last message leaves it.
 
-Each WAN direction is one first-come-first-served link of capacity B shared with other jobs, whose
-``background_B`` transfers arrive as a Poisson process at ``load`` x B. A link is a work-conserving
-FCFS server with deterministic service (bytes / B): a message arriving at t leaves at
-``max(t, link free) + bytes / B`` (Lindley's recursion), so every arrival is one SimPy event and
-departures need none. At load 0 a step takes exactly the sum of its phases and the WAN bytes / B.
+With overlap f the sync starts (1 - f) H c into its round of H steps instead of at the round's
+end, and the round ends when both the compute and every link are done, so at load 0 a step is
+c + max(0, comm / H - f c), the closed form's (comm: the sync's phases, WAN bytes / B and latency).
+
+Each link is one first-come-first-served server of capacity B shared with other jobs, whose
+``background_B`` transfers arrive as a Poisson process at ``load`` x B, seeded per link. A link is a
+work-conserving FCFS server with deterministic service (bytes / B): a message arriving at t leaves
+at ``max(t, link free) + bytes / B`` (Lindley's recursion), so departures need no event. Nothing
+waits on other jobs' transfers, so they need none either: each link applies its own, in order,
+when it is next read (a sync message arrives, the run takes its state). SimPy events are the
+job's: one per sync message and one per phase, however many links and however loaded.
 
 This module never imports jax or the closed forms; :mod:`events.plan` builds the plan from a
-scenario and :func:`bandjax.variants.traffic`.
+scenario and :mod:`bandjax.phases`.
 """
 
 from __future__ import annotations
@@ -53,23 +60,27 @@ class Part:
 
 @dataclass(frozen=True)
 class Plan:
-    """What one DC does per step, in plain floats (SI units); both DCs do the same.
+    """What one DC does per step, in plain floats (SI units); every DC does the same.
 
     ``sync_phases`` run one after another; the parts of a phase run at once (the module's
-    pipelined stages), so a phase lasts as long as its slowest part.
+    pipelined stages), so a phase lasts as long as its slowest part. Then every one of ``links``
+    directed WAN links carries ``wan_B``; each is done ``latency_s`` after its last message.
     """
 
     variant: str
     compute_s: float  # GPU forward + backward, every step
     sync_phases: tuple[tuple[Part, ...], ...]  # before the WAN, on sync steps
-    wan_B: float  # the sync's bytes on each WAN direction
-    wan_Bps: float  # capacity of each direction
+    wan_B: float  # the sync's bytes on each directed WAN link in use
+    wan_Bps: float  # capacity of each link
     message_B: float  # the sync's WAN messages
     background_B: float  # other jobs' transfers
     sync_every: int = 1  # H: steps per sync
+    links: int = 2  # directed WAN links in use (K on a ring, K(K-1) on a mesh)
+    latency_s: float = 0.0  # a link's last message to the link done: hops x one-way latency
+    overlap: float = 0.0  # f: share of the GPU compute that hides the sync
 
     def __post_init__(self):
-        for name in ("compute_s", "wan_B", "wan_Bps", "message_B", "background_B"):
+        for name in ("compute_s", "wan_B", "wan_Bps", "message_B", "background_B", "latency_s"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise ValueError(f"{name} = {value!r}: must be a finite number >= 0")
@@ -79,19 +90,25 @@ class Plan:
                                  + (" (WAN bandwidth)" if name == "wan_Bps" else ""))
         if isinstance(self.sync_every, bool) or not isinstance(self.sync_every, int) or self.sync_every < 1:
             raise ValueError(f"sync_every = {self.sync_every!r}: must be a whole number of steps >= 1")
+        if isinstance(self.links, bool) or not isinstance(self.links, int) or self.links < 1:
+            raise ValueError(f"links = {self.links!r}: must be a whole number of WAN links >= 1")
+        if not (isinstance(self.overlap, (int, float)) and 0 <= self.overlap <= 1):
+            raise ValueError(f"overlap = {self.overlap!r}: must be a share of the GPU compute in "
+                             "[0, 1]")
 
 
 @dataclass
 class RunResult:
-    """One run: per-step times and the WAN's state (``out`` = DC A to B, ``in`` = B to A)."""
+    """One run: per-step times and each WAN link's state (one entry per directed link in use;
+    at K = 2 the first is DC A to B, the second B to A)."""
 
     variant: str
     load: float
     seed: int
     step_s: np.ndarray  # (steps,) each step's time, s
-    utilisation: tuple[float, float]  # busy share of each link over the job, 1
-    queue_mean: tuple[float, float]  # time-averaged messages in each link (waiting + in service)
-    queue_max: tuple[int, int]  # most messages in each link during the job
+    utilisation: tuple[float, ...]  # busy share of each link over the job, 1
+    queue_mean: tuple[float, ...]  # time-averaged messages in each link (waiting + in service)
+    queue_max: tuple[int, ...]  # most messages in each link during the job
     messages: int  # link arrivals simulated (background and the sync's), warm-up included
     sim_s: float  # simulated time, warm-up included, s
     trace: dict = field(default_factory=dict)
@@ -112,18 +129,32 @@ class RunResult:
             "p99_s": self.percentile_s(99),
             "utilisation": list(self.utilisation), "queue_mean": list(self.queue_mean),
             "queue_max": list(self.queue_max), "messages": self.messages, "sim_s": self.sim_s,
+            "links": len(self.utilisation),
+            "utilisation_mean": float(np.mean(self.utilisation)),
+            "utilisation_max": float(np.max(self.utilisation)),
+            "queue_mean_mean": float(np.mean(self.queue_mean)),
+            "queue_mean_max": float(np.max(self.queue_mean)),
+            "queue_max_max": int(np.max(self.queue_max)),
         }
 
 
+_BATCH = 4096  # background gaps drawn at a time
+
+
 class _Link:
-    """One WAN direction: a FCFS server of ``rate`` bytes/s (Lindley's recursion).
+    """One directed WAN link: a FCFS server of ``rate`` bytes/s (Lindley's recursion).
 
     ``inflight`` holds the departure times of the messages in the link, in order (FCFS departures
     are monotone), so its length is the queue length seen by an arrival.
+
+    Other jobs' transfers need no SimPy event: nothing waits on them, so the link applies them,
+    in order of arrival and by the same recursion, whenever it is next read (a sync message
+    arrives, the run takes its state): :meth:`catch_up`. The arrival times are the running sums
+    of the link's own seeded exponential gaps.
     """
 
     __slots__ = ("rate", "free_at", "inflight", "arrivals", "sojourn_s", "work_s", "queue_max",
-                 "log")
+                 "log", "bg_next", "bg_gaps", "bg_i", "bg_rng", "bg_gap_s", "bg_service_s")
 
     def __init__(self, rate: float):
         self.rate = rate
@@ -134,9 +165,60 @@ class _Link:
         self.work_s = 0.0  # sum over arrivals of service time
         self.queue_max = 0
         self.log: list | None = None  # (arrival, departure) pairs while tracing
+        self.bg_next = math.inf  # the next background arrival, s (inf: none)
+        self.bg_gaps: list = []
+        self.bg_i = 0
+        self.bg_rng = None
+        self.bg_gap_s = self.bg_service_s = 0.0
+
+    def background(self, rng: np.random.Generator, mean_gap_s: float, service_s: float) -> None:
+        """Other jobs' transfers of ``service_s`` each, Poisson with mean gap ``mean_gap_s``,
+        from time 0."""
+        self.bg_rng, self.bg_gap_s, self.bg_service_s = rng, mean_gap_s, service_s
+        self.bg_gaps = (rng.standard_exponential(_BATCH) * mean_gap_s).tolist()
+        self.bg_i = 0
+        self.bg_next = 0.0 + self.bg_gaps[0]
+
+    def catch_up(self, now: float) -> None:
+        """Apply every background arrival up to ``now``, in order (the body of :meth:`arrive`,
+        inlined: this loop is most of a loaded run's time)."""
+        t = self.bg_next
+        if t > now:
+            return
+        service = self.bg_service_s
+        inflight = self.inflight
+        gaps, i = self.bg_gaps, self.bg_i
+        free, queue_max, count = self.free_at, self.queue_max, 0
+        sojourn, work = self.sojourn_s, self.work_s  # running sums, added to in the same order
+        log = self.log
+        while t <= now:
+            while inflight and inflight[0] <= t:
+                inflight.popleft()
+            departure = (free if free > t else t) + service
+            free = departure
+            inflight.append(departure)
+            count += 1
+            sojourn += departure - t
+            work += service
+            if len(inflight) > queue_max:
+                queue_max = len(inflight)
+            if log is not None:
+                log.append((t, departure))
+            i += 1
+            if i == len(gaps):
+                gaps = (self.bg_rng.standard_exponential(_BATCH) * self.bg_gap_s).tolist()
+                i = 0
+            t = t + gaps[i]
+        self.free_at, self.queue_max = free, queue_max
+        self.arrivals += count
+        self.sojourn_s, self.work_s = sojourn, work
+        self.bg_gaps, self.bg_i, self.bg_next = gaps, i, t
 
     def arrive(self, now: float, service_s: float) -> float:
-        """Queue a message of ``service_s`` at ``now``; return its departure time."""
+        """Queue a message of ``service_s`` at ``now`` (after the background up to ``now``);
+        return its departure time."""
+        if self.bg_next <= now:
+            self.catch_up(now)
         inflight = self.inflight
         while inflight and inflight[0] <= now:
             inflight.popleft()
@@ -154,27 +236,19 @@ class _Link:
         return departure
 
     def state(self, now: float) -> dict:
-        """Counters at ``now``, to take differences over the job."""
+        """Counters at ``now`` (the background applied up to it), to take differences over the
+        job."""
+        self.catch_up(now)
         inflight = [d for d in self.inflight if d > now]
         return {"backlog_s": max(self.free_at - now, 0.0), "inflight": inflight,
                 "remaining_s": sum(d - now for d in inflight), "sojourn_s": self.sojourn_s,
                 "work_s": self.work_s}
 
 
-def _background(env: simpy.Environment, link: _Link, rng: np.random.Generator,
-                mean_gap_s: float, service_s: float, batch: int = 4096):
-    """Other jobs' transfers on ``link``: Poisson arrivals, mean gap ``mean_gap_s``."""
-    timeout = env.timeout
-    arrive = link.arrive
-    while True:
-        for gap in (rng.standard_exponential(batch) * mean_gap_s).tolist():
-            yield timeout(gap)
-            arrive(env.now, service_s)
-
-
-def _send(env: simpy.Environment, link: _Link, total_B: float, message_B: float, done: list | None):
-    """The sync's bytes on one direction, as messages one after another (the last one partial);
-    while tracing, ``done`` collects (delivery time, bytes)."""
+def _send(env: simpy.Environment, link: _Link, total_B: float, message_B: float,
+          latency_s: float, done: list | None):
+    """The sync's bytes on one link, as messages one after another (the last one partial), then
+    the latency; while tracing, ``done`` collects (delivery time, bytes)."""
     rate = link.rate
     timeout = env.timeout
     count = math.ceil(total_B / message_B) if total_B > 0 else 0
@@ -184,17 +258,26 @@ def _send(env: simpy.Environment, link: _Link, total_B: float, message_B: float,
         yield timeout(link.arrive(now, size / rate) - now)
         if done is not None:
             done.append((env.now, size))
+    if latency_s > 0:
+        yield timeout(latency_s)
 
 
-def _dc_sync(env: simpy.Environment, plan: Plan, link: _Link, done: list | None):
-    """One DC's part of a sync: its phases in order, then its WAN bytes."""
+def _sync(env: simpy.Environment, plan: Plan, links: tuple, delay_s: float, st: dict | None):
+    """One sync, ``delay_s`` from now: the phases (every DC at once, so once), then every link's
+    bytes; ``st`` (while tracing) records the start and each link's deliveries."""
+    if delay_s > 0:
+        yield env.timeout(delay_s)
+    if st is not None:
+        st["syncs"].append(env.now)
     for phase in plan.sync_phases:
-        durations = [p.duration_s for p in phase if p.duration_s > 0]
-        if len(durations) == 1:
-            yield env.timeout(durations[0])
-        elif durations:  # pipelined stages: the phase ends with the slowest
-            yield env.all_of([env.timeout(d) for d in durations])
-    yield env.process(_send(env, link, plan.wan_B, plan.message_B, done))
+        # pipelined stages: the phase ends with the slowest
+        longest = max(p.duration_s for p in phase)
+        if longest > 0:
+            yield env.timeout(longest)
+    sends = [env.process(_send(env, link, plan.wan_B, plan.message_B, plan.latency_s,
+                               st["delivered"][i] if st is not None else None))
+             for i, link in enumerate(links)]
+    yield env.all_of(sends)
 
 
 def check_run_args(load, steps, seed=0, max_sim_s=MAX_SIM_S) -> None:
@@ -230,20 +313,21 @@ def max_load(plan: Plan, max_sim_s: float = MAX_SIM_S) -> float:
 def estimate_events(plan: Plan, load: float, steps: int, max_sim_s: float = MAX_SIM_S) -> dict:
     """Link arrivals a run will simulate, estimated before it starts (both WAN directions).
 
-        sync messages   2 ceil(wan_B / message_B) floor(steps / H)
-        background      2 load wan_Bps / background_B x T,
-        T = min(max_sim_s, warm-up + steps x (c + (sync phases + wan_B / wan_Bps) / H) / (1 - load))
+        sync messages   L ceil(wan_B / message_B) floor(steps / H)
+        background      L load wan_Bps / background_B x T,
+        T = min(max_sim_s, warm-up + steps x (c + (sync phases + wan_B / wan_Bps + latency) / H)
+                                     / (1 - load))
 
-    the simulated time T taking the load-0 step stretched by 1 / (1 - load) (an M/D/1 queue's
-    stretch is smaller). Returns {"messages", "background", "total", "sim_s"}.
+    with L links, the simulated time T taking the load-0 step without overlap stretched by
+    1 / (1 - load) (an M/D/1 queue's stretch is smaller). Returns {"messages", "background", "total", "sim_s"}.
     """
     syncs = steps // plan.sync_every
-    messages = 2.0 * math.ceil(plan.wan_B / plan.message_B) * syncs if plan.wan_B > 0 else 0.0
+    messages = plan.links * math.ceil(plan.wan_B / plan.message_B) * syncs if plan.wan_B > 0 else 0.0
     phases_s = sum(max([p.duration_s for p in phase], default=0.0) for phase in plan.sync_phases)
-    step0 = plan.compute_s + (phases_s + plan.wan_B / plan.wan_Bps) / plan.sync_every
+    step0 = plan.compute_s + (phases_s + plan.wan_B / plan.wan_Bps + plan.latency_s) / plan.sync_every
     sim = warmup_s(plan, load) + steps * step0 / (1 - load)
     sim = min(sim, max_sim_s)
-    background = 2.0 * load * plan.wan_Bps / plan.background_B * sim
+    background = plan.links * load * plan.wan_Bps / plan.background_B * sim
     return {"messages": messages, "background": background, "total": messages + background,
             "sim_s": sim}
 
@@ -282,8 +366,9 @@ def simulate(plan: Plan, load: float, seed: int = 0, steps: int = 400, *,
 
     Args:
       plan: the job (see :func:`events.plan.build`).
-      load: other jobs' share of each WAN direction's capacity, in [0, 1).
-      seed: seeds the background traffic; the same seed gives the same run.
+      load: other jobs' share of each WAN link's capacity, in [0, 1).
+      seed: seeds the background traffic (link i from the sequence [seed, i]); the same seed
+        gives the same run.
       steps: training steps (with H-step syncing, a multiple of H makes the mean an average
         over whole sync rounds).
       trace_steps, trace_points: the trace covers the first ``trace_steps`` steps with
@@ -298,17 +383,19 @@ def simulate(plan: Plan, load: float, seed: int = 0, steps: int = 400, *,
     load = float(load)
     check_bounds(plan, load, steps, max_sim_s)
     env = simpy.Environment()
-    links = (_Link(plan.wan_Bps), _Link(plan.wan_Bps))
+    links = tuple(_Link(plan.wan_Bps) for _ in range(plan.links))
     service_bg = plan.background_B / plan.wan_Bps
     if load > 0:
         mean_gap = service_bg / load  # arrival rate load x B / background_B
         for i, link in enumerate(links):
-            env.process(_background(env, link, np.random.default_rng([seed, i]), mean_gap,
-                                    service_bg))
+            link.background(np.random.default_rng([seed, i]), mean_gap, service_bg)
     start = warmup_s(plan, load)
     step_s = np.empty(steps)
     trace_steps = min(trace_steps, steps) if trace_points > 0 else 0
-    st: dict = {"done": 0, "syncs": [], "delivered": [[], []], "step_ends": []}
+    st: dict = {"done": 0, "syncs": [], "delivered": [[] for _ in links], "step_ends": []}
+    H, c = plan.sync_every, plan.compute_s
+    # the sync starts this far into its round; without overlap, after the round's compute
+    lead_s = (1 - plan.overlap) * H * c if plan.overlap > 0 else None
 
     def job():
         if start > 0:
@@ -316,24 +403,30 @@ def simulate(plan: Plan, load: float, seed: int = 0, steps: int = 400, *,
         st["begin"] = [link.state(env.now) for link in links]
         for link in links:
             link.log = [] if trace_steps else None
-        for k in range(steps):
-            t0 = env.now
-            yield env.timeout(plan.compute_s)
-            if (k + 1) % plan.sync_every == 0:
-                tracing = k < trace_steps
-                if tracing:
-                    st["syncs"].append(env.now)
-                yield env.all_of([env.process(_dc_sync(
-                    env, plan, links[i], st["delivered"][i] if tracing else None)) for i in (0, 1)])
-            step_s[k] = env.now - t0
-            st["done"] = k + 1
-            if k < trace_steps:
-                st["step_ends"].append(env.now)
-            if k + 1 == trace_steps:
-                st["trace_end"] = env.now
-                st["logs"] = [link.log for link in links]
-                for link in links:
-                    link.log = None
+        for k0 in range(0, steps, H):
+            last = k0 + H - 1  # the round's sync step (none in a last, partial round)
+            record = st if last < trace_steps else None
+            sync = None
+            if last < steps and lead_s is not None:
+                sync = env.process(_sync(env, plan, links, lead_s, record))
+            for k in range(k0, min(k0 + H, steps)):
+                t0 = env.now
+                yield env.timeout(c)
+                if k == last:
+                    if sync is None:
+                        sync = env.process(_sync(env, plan, links, 0.0, record))
+                    yield sync
+                step_s[k] = env.now - t0
+                st["done"] = k + 1
+                if k < trace_steps:
+                    st["step_ends"].append(env.now)
+                if k + 1 == trace_steps:
+                    st["trace_end"] = env.now
+                    for link in links:
+                        link.catch_up(env.now)
+                    st["logs"] = [link.log for link in links]
+                    for link in links:
+                        link.log = None
 
     proc = env.process(job())
     env.run(until=env.any_of([proc, env.timeout(max_sim_s)]))
@@ -360,8 +453,9 @@ def simulate(plan: Plan, load: float, seed: int = 0, steps: int = 400, *,
 
 
 def _trace(st: dict, plan: Plan, start: float, points: int) -> dict:
-    """Messages in each link and the sync's bytes not yet delivered (both directions), on an
-    even grid from the job's start to the end of the traced steps."""
+    """Messages in each link and the sync's bytes not yet delivered (all links), on an even grid
+    from the job's start to the end of the traced steps. ``queues`` has one list per link;
+    ``queue_out`` and ``queue_in`` are the first two (at K = 2, DC A to B and B to A)."""
     t = np.linspace(start, st["trace_end"], points)
     queues = []
     for log, begin in zip(st["logs"], st["begin"]):
@@ -372,11 +466,12 @@ def _trace(st: dict, plan: Plan, start: float, points: int) -> dict:
         queues.append(q.tolist())
     left = np.zeros(points)
     for t_sync in st["syncs"]:
-        left += np.where(t >= t_sync, 2 * plan.wan_B, 0.0)
+        left += np.where(t >= t_sync, plan.links * plan.wan_B, 0.0)
     for delivered in st["delivered"]:
         for t_done, size in delivered:
             left -= np.where(t >= t_done, size, 0.0)
-    return {"t_ms": ((t - start) * 1e3).tolist(), "queue_out": queues[0], "queue_in": queues[1],
+    return {"t_ms": ((t - start) * 1e3).tolist(), "queues": queues, "queue_out": queues[0],
+            "queue_in": queues[-1] if len(queues) > 1 else queues[0],
             "sync_bytes_left": np.maximum(left, 0.0).tolist(),
             "step_end_ms": [(x - start) * 1e3 for x in st["step_ends"]]}
 

@@ -1,9 +1,14 @@
 """Engine runs over a labelled grid, in parallel on dask.distributed.
 
-:func:`sweep` labels its result like :func:`bandjax.sweep` (dimension names ``bandwidth`` in GB/s,
-``budget`` in GFLOP/s with inf = free, ``model``, ``H``, ``variant``, plus ``load`` and ``seed``),
-so the two line up with ``xr.align``. Each grid point is one run of :func:`events.engine.simulate`;
-runs go to a dask ``LocalCluster`` by default, or to an existing scheduler given by address.
+:func:`sweep` takes the arguments of :func:`bandjax.sweep`, parsed by the same parser
+(:func:`bandjax.sweepargs.parse`: ``bandwidth`` in GB/s, ``enob``, ``budget`` in GFLOP/s with
+inf = free, ``model``, ``gpu``, ``dcs``, ``topology``, ``workers_per_dc``, ``H``, ``basis`` and any
+scenario field by name), plus ``load`` and ``seed``, and labels its result the same way, so the two
+line up with ``xr.align``. Each grid point is one run of :func:`events.engine.simulate`; runs go
+to a dask ``LocalCluster`` by default (a script that does so needs an
+``if __name__ == "__main__":`` guard, as dask starts worker processes by importing it), to an
+existing scheduler given by address or ``distributed.Client``, or, with ``scheduler="inline"``,
+one after another in this process without dask.
 """
 
 from __future__ import annotations
@@ -15,55 +20,67 @@ import xarray as xr
 from tqdm.auto import tqdm
 
 from bandjax import _limits
-from bandjax import variants as _variants
-from bandjax.labels import COORD_ATTRS, as_list, budgets_FLOPs, models, positive
+from bandjax.labels import COORD_ATTRS, as_list
 from bandjax.scenario import Scenario, reference
+from bandjax.sweepargs import parse
 
 from . import engine
 from .plan import build
 
 QUANTITIES = ("step_s", "step_p50_s", "step_p95_s", "step_p99_s", "wan_utilisation",
-              "wan_queue_mean", "wan_queue_max", "messages", "sim_s")
+              "wan_utilisation_max", "wan_queue_mean", "wan_queue_mean_max", "wan_queue_max",
+              "messages", "sim_s")
 _SUMMARY = {"step_s": "mean_s", "step_p50_s": "p50_s", "step_p95_s": "p95_s",
-            "step_p99_s": "p99_s", "messages": "messages", "sim_s": "sim_s"}
+            "step_p99_s": "p99_s", "wan_utilisation": "utilisation_mean",
+            "wan_utilisation_max": "utilisation_max", "wan_queue_mean": "queue_mean_mean",
+            "wan_queue_mean_max": "queue_mean_max", "wan_queue_max": "queue_max_max",
+            "messages": "messages", "sim_s": "sim_s"}
 _ATTRS = {
     "step_s": {"units": "s", "long_name": "mean step time of the run"},
     "step_p50_s": {"units": "s", "long_name": "median step time"},
     "step_p95_s": {"units": "s", "long_name": "95th percentile step time"},
     "step_p99_s": {"units": "s", "long_name": "99th percentile step time"},
-    "wan_utilisation": {"units": "1", "long_name": "busy share of each WAN direction over the job (mean of both)"},
-    "wan_queue_mean": {"units": "messages", "long_name": "time-averaged messages in a WAN direction (mean of both)"},
-    "wan_queue_max": {"units": "messages", "long_name": "most messages in a WAN direction (max of both)"},
+    "wan_utilisation": {"units": "1", "long_name": "busy share of a WAN link over the job (mean over the links in use)"},
+    "wan_utilisation_max": {"units": "1", "long_name": "busy share of a WAN link over the job (max over the links in use)"},
+    "wan_queue_mean": {"units": "messages", "long_name": "time-averaged messages in a WAN link (mean over the links in use)"},
+    "wan_queue_mean_max": {"units": "messages", "long_name": "time-averaged messages in a WAN link (max over the links in use)"},
+    "wan_queue_max": {"units": "messages", "long_name": "most messages in a WAN link (max over the links in use)"},
     "messages": {"units": "1", "long_name": "link arrivals simulated (warm-up included)"},
     "sim_s": {"units": "s", "long_name": "simulated time (warm-up included)"},
 }
 
 
-def sweep(scenario: Scenario | None = None, *, variant=None, load=0.0, bandwidth=None,
-          budget=None, model=None, H=None, seed=0, steps: int = 400,
+def _whole_H(leaves: dict) -> None:
+    """The engine syncs on every H-th step: refuse an H that is not a whole number of steps."""
+    for h in np.ravel(leaves.get("sync_every_H", 1.0)):
+        if not float(h).is_integer():
+            raise ValueError(f"H = {float(h):g}: the event engine syncs every H steps, so H must "
+                             "be a whole number of steps >= 1")
+
+
+def sweep(scenario: Scenario | None = None, *, load=0.0, seed=0, steps: int = 400,
           scheduler=None, n_workers: int = 2, max_sim_s: float = engine.MAX_SIM_S,
-          progress: bool = True) -> xr.Dataset:
+          progress: bool = True, **grid) -> xr.Dataset:
     """Run the engine at every point of a grid.
 
     Each grid argument is a scalar (a scalar coordinate) or a sequence (a dimension), as in
-    :func:`bandjax.sweep`; dimensions come in the order bandwidth, budget, model, H, load, seed,
-    variant.
+    :func:`bandjax.sweep`, whose arguments it takes (parsed by :func:`bandjax.sweepargs.parse`);
+    dimensions come in that order, then ``load``, ``seed`` and ``variant``.
 
     Args:
       scenario: the parameters; the reference scenario by default.
-      variant: variant ids; all of them by default (as a dimension).
-      load: other jobs' share of each WAN direction's capacity, in [0, 1).
-      bandwidth: WAN bandwidth per direction, GB/s (> 0).
-      budget: module compute budget, GFLOP/s, or "free" / "low" / "high".
-      model: preset names or parameter counts (GPU compute scales with P, d does not).
-      H: sync every H steps (a whole number).
+      load: other jobs' share of each WAN link's capacity, in [0, 1).
       seed: seeds of the background traffic (whole numbers >= 0).
       steps: training steps per run (>= 1).
-      scheduler: None for a new ``LocalCluster`` of ``n_workers`` processes; an address
-        ("tcp://host:8786") or a ``distributed.Client`` to use an existing one; "inline" to run
-        in this process without dask.
+      scheduler: None for a new ``LocalCluster`` of ``n_workers`` processes (call it under
+        ``if __name__ == "__main__":`` in a script); an address ("tcp://host:8786") or a
+        ``distributed.Client`` to use an existing one; ``"inline"`` to run in this process
+        without dask (no worker processes, no guard needed).
       max_sim_s: bound on each run's simulated time, s.
       progress: show a progress bar of runs done.
+      **grid: ``variant``, ``bandwidth`` (GB/s per directed link), ``enob``, ``budget``,
+        ``model``, ``gpu``, ``dcs``, ``topology``, ``workers_per_dc``, ``H`` (a whole number
+        here: the engine syncs on every H-th step), ``basis``, or any scenario field by name.
 
     Returns:
       An ``xarray.Dataset`` of :data:`QUANTITIES`, each with ``attrs["units"]``.
@@ -74,55 +91,32 @@ def sweep(scenario: Scenario | None = None, *, variant=None, load=0.0, bandwidth
     if steps > _limits.MAX_STEPS:
         raise ValueError(f"steps = {steps}: at most {_limits.MAX_STEPS} steps a run "
                          "(bandjax._limits.MAX_STEPS)")
-    axes: list[tuple[str, list, list]] = []  # (dim, coordinate values, scenario changes per value)
-    scalars: dict[str, object] = {}
-    base: dict = {}
+    g = parse(sc, **grid)
+    _whole_H(g.leaves)
+    axes = [(a.name, list(a.coords), a.attrs) for a in g.axes]
+    scalars = {k: (v, g.scalar_attrs.get(k, {})) for k, v in g.scalars.items()}
 
-    def add(dim, given, coords, changes):
-        values, is_dim = given
+    def add(dim, values, is_dim, coords):
         if is_dim:
-            axes.append((dim, coords, changes))
+            axes.append((dim, coords, COORD_ATTRS[dim]))
         else:
-            scalars[dim] = coords[0]
-            base.update(changes[0])
+            scalars[dim] = (coords[0], COORD_ATTRS[dim])
 
-    if bandwidth is not None:
-        vals, is_dim = as_list("bandwidth", bandwidth)
-        gbps = positive("bandwidth", vals, "GB/s")
-        add("bandwidth", (vals, is_dim), gbps, [{"wan_Bps": g * 1e9} for g in gbps])
-    if budget is not None:
-        vals, is_dim = as_list("budget", budget)
-        flops = budgets_FLOPs(sc, vals)
-        add("budget", (vals, is_dim), [f / 1e9 for f in flops], [{"budget_FLOPs": f} for f in flops])
-    model_params = None
-    if model is not None:
-        vals, is_dim = as_list("model", model)
-        labels, params = models(vals)
-        add("model", (vals, is_dim), labels,
-            [{"params": p, "gpu_compute_s": float(sc.at_model_size(p).gpu_compute_s)} for p in params])
-        model_params = (params, is_dim)
-    if H is not None:
-        vals, is_dim = as_list("H", H)
-        for h in vals:
-            if isinstance(h, bool) or not isinstance(h, (int, float, np.number)) \
-                    or not (h >= 1 and float(h).is_integer()):
-                raise ValueError(f"H = {h!r}: must be a whole number of steps >= 1")
-        add("H", (vals, is_dim), [float(h) for h in vals], [{"sync_every_H": float(h)} for h in vals])
     loads, load_dim = as_list("load", load)
     for x in loads:
         engine.check_run_args(x, steps)
-    add("load", (loads, load_dim), [float(x) for x in loads], [{} for _ in loads])
+    add("load", loads, load_dim, [float(x) for x in loads])
     seeds, seed_dim = as_list("seed", seed)
     if len(seeds) > _limits.MAX_SEEDS:
         raise ValueError(f"{len(seeds)} seeds: at most {_limits.MAX_SEEDS} a sweep "
                          "(bandjax._limits.MAX_SEEDS)")
     for s in seeds:
         engine.check_run_args(0.0, steps, s)
-    add("seed", (seeds, seed_dim), [int(s) for s in seeds], [{} for _ in seeds])
-    vids, variant_dim = as_list("variant", list(_variants.IDS) if variant is None else variant)
-    for vid in vids:
-        _variants.get(vid)
-    add("variant", (vids, variant_dim), list(vids), [{} for _ in vids])
+    add("seed", seeds, seed_dim, [int(s) for s in seeds])
+    if g.variant_is_dim:
+        axes.append(("variant", list(g.variants), COORD_ATTRS["variant"]))
+    else:
+        scalars["variant"] = (g.variants[0], COORD_ATTRS["variant"])
 
     shape = tuple(len(a[1]) for a in axes)
     dims = [a[0] for a in axes]
@@ -132,15 +126,15 @@ def sweep(scenario: Scenario | None = None, *, variant=None, load=0.0, bandwidth
                          f"{', '.join(dims)}): at most {_limits.MAX_RUNS} a sweep "
                          "(bandjax._limits.MAX_RUNS)")
     points = list(np.ndindex(*shape)) if shape else [()]
+    n_grid = len(g.axes)
+    leaves = {k: np.broadcast_to(v, g.shape) for k, v in g.leaves.items()}
     tasks = []
     events_total = 0.0
     for idx in points:
-        changes = dict(base)
-        coord = dict(scalars)
-        for (dim, coords, ch), i in zip(axes, idx):
-            changes.update(ch[i])
-            coord[dim] = coords[i]
-        plan = build(sc.replace(**changes), coord["variant"])
+        coord = {dim: coords[i] for (dim, coords, _), i in zip(axes, idx)}
+        coord.update({k: v for k, (v, _) in scalars.items() if k not in coord})
+        at = idx[:n_grid]
+        plan = build(sc.replace(**{k: float(v[at]) for k, v in leaves.items()}), coord["variant"])
         # every run is checked before any starts: a sweep fails at once, not after hours
         events_total += engine.check_bounds(plan, float(coord["load"]), int(steps),
                                             float(max_sim_s), _limits.MAX_EVENTS)["total"]
@@ -155,28 +149,23 @@ def sweep(scenario: Scenario | None = None, *, variant=None, load=0.0, bandwidth
     for idx, summary in zip(points, results):
         for q, key in _SUMMARY.items():
             data[q][idx] = summary[key]
-        data["wan_utilisation"][idx] = float(np.mean(summary["utilisation"]))
-        data["wan_queue_mean"][idx] = float(np.mean(summary["queue_mean"]))
-        data["wan_queue_max"][idx] = float(np.max(summary["queue_max"]))
     coords: dict = {}
-    for dim, cvals, _ in axes:
-        coords[dim] = xr.Variable(dim, np.asarray(cvals), COORD_ATTRS[dim])
-    for dim, cval in scalars.items():
-        coords[dim] = xr.Variable((), cval, COORD_ATTRS[dim])
-    if "variant" in dims:
-        coords["label"] = xr.Variable("variant", np.asarray([_variants.get(v).short for v in vids]))
-    if model_params is not None:
-        params, is_dim = model_params
-        coords["params"] = xr.Variable(("model",) if is_dim else (),
-                                       np.asarray(params if is_dim else params[0]),
-                                       COORD_ATTRS["params"])
+    for dim, cvals, attrs in axes:
+        coords[dim] = xr.Variable(dim, np.asarray(cvals), attrs)
+    for dim, (cval, attrs) in scalars.items():
+        coords[dim] = xr.Variable((), cval, attrs)
+    if g.variant_is_dim:
+        coords["label"] = xr.Variable("variant", np.asarray([sc.variant(v).short for v in g.variants]))
+    for name, (cdims, values, attrs) in g.extra_coords.items():
+        coords[name] = xr.Variable(cdims, values, attrs)
     ds = xr.Dataset({q: xr.Variable(dims, data[q], _ATTRS[q]) for q in QUANTITIES}, coords=coords)
     ds.attrs.update({
         "title": "bandjax shared-WAN event engine sweep",
         "steps": int(steps),
-        "assumptions": "each WAN direction a FCFS link shared with other jobs' Poisson transfers "
-                       f"of {float(sc.background_B):g} B at load x capacity; the sync's WAN bytes "
-                       f"as {float(sc.wan_message_B):g} B messages one after another; "
+        "assumptions": "each directed WAN link in use (K on a ring, K(K-1) on a mesh) a FCFS link "
+                       "shared with other jobs' Poisson transfers "
+                       f"of {float(sc.background_B):g} B at load x capacity; the sync's bytes on "
+                       f"each link as {float(sc.wan_message_B):g} B messages one after another; "
                        "d calibrated to the study's step times",
     })
     return ds

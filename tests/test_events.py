@@ -2,7 +2,11 @@
 is refused, a busy WAN hurts the variants that send most across it."""
 
 import ast
+import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +31,8 @@ def test_events_source_never_imports_jax_or_the_closed_forms():
     forbidden = ("jax", "jaxlib", "bandjax.step", "bandjax.metrics", "bandjax.grid",
                  "bandjax.queueing", "bandjax.breakeven")
     # data and labels only: the scenario, the traffic description, the sweep arguments, the bounds
-    allowed_bandjax = {"bandjax.scenario", "bandjax.variants", "bandjax.labels", "bandjax._limits"}
+    allowed_bandjax = {"bandjax.scenario", "bandjax.variants", "bandjax.phases", "bandjax.labels",
+                       "bandjax._limits", "bandjax.sweepargs", "bandjax.units"}
     files = sorted(EVENTS_DIR.glob("*.py"))
     assert len(files) >= 4
     for path in files:
@@ -62,18 +67,94 @@ def test_reference_load0_every_variant_matches_closed_form():
 @settings(max_examples=60, deadline=None)
 @given(variant=st.sampled_from(variants.IDS),
        budget=st.one_of(st.sampled_from(["free", "low", "high"]), st.floats(1.0, 1000.0)),
-       gbps=st.floats(0.1, 1000.0),
-       params=st.floats(1e6, 3e8),
+       gbps=st.floats(0.5, 1000.0),
+       params=st.floats(1e6, 3e7),
        H=st.sampled_from([1, 2, 4]),
-       enob=st.sampled_from([6.0, 8.0]))
-def test_load0_equals_closed_form_property(variant, budget, gbps, params, H, enob):
+       enob=st.sampled_from([6.0, 8.0]),
+       dcs=st.sampled_from([2, 3, 4, 8]),
+       topology=st.sampled_from(variants.TOPOLOGIES),
+       latency_s=st.one_of(st.just(0.0), st.floats(1e-6, 50e-3)),
+       overlap=st.one_of(st.just(0.0), st.floats(0.0, 1.0)))
+def test_load0_equals_closed_form_property(variant, budget, gbps, params, H, enob, dcs, topology,
+                                           latency_s, overlap):
+    # model.md section 13: at load 0 the engine gives the closed form's step exactly (to rounding)
     sc = bandjax.reference().at_model_size(params)
     flops = {"free": math.inf, "low": float(sc.budget_low_FLOPs),
              "high": float(sc.budget_high_FLOPs)}.get(budget, None)
     flops = flops if flops is not None else budget * 1e9
-    sc = sc.replace(wan_Bps=gbps * 1e9, budget_FLOPs=flops, sync_every_H=float(H), enob=enob)
+    sc = sc.replace(wan_Bps=gbps * 1e9, budget_FLOPs=flops, sync_every_H=float(H), enob=enob,
+                    dcs=float(dcs), topology=float(variants.TOPOLOGIES.index(topology)),
+                    wan_latency_s=latency_s, overlap_fraction=overlap)
     run = events.run(sc, variant, 0.0, steps=2 * H, trace_steps=0)
-    assert run.mean_s == pytest.approx(closed_form_s(sc, variant), rel=1e-9, abs=0)
+    assert run.mean_s == pytest.approx(closed_form_s(sc, variant), rel=1e-12, abs=0)
+    links = dcs * (dcs - 1) if topology == "mesh" else dcs
+    assert len(run.utilisation) == len(run.queue_mean) == len(run.queue_max) == links
+
+
+def test_overlap_hides_communication_up_to_f_c():
+    # f = 1 and a sync shorter than c: every step is c (model.md section 13, overlap)
+    plan = Plan("x", compute_s=4e-3, sync_phases=((Part("d", 1e-3),),), wan_B=2e6, wan_Bps=1e9,
+                message_B=1e6, background_B=1e6, overlap=1.0, links=6, latency_s=0.5e-3)
+    run = simulate(plan, 0.0, steps=3, trace_steps=0)
+    np.testing.assert_allclose(run.step_s, 4e-3, rtol=1e-12)
+    # f = 0.25: the sync (1 + 2 + 0.5 ms) starts 3 ms into the step and ends at 6.5 ms
+    plan = Plan("x", compute_s=4e-3, sync_phases=((Part("d", 1e-3),),), wan_B=2e6, wan_Bps=1e9,
+                message_B=1e6, background_B=1e6, overlap=0.25, links=6, latency_s=0.5e-3)
+    run = simulate(plan, 0.0, steps=3, trace_steps=0)
+    np.testing.assert_allclose(run.step_s, 6.5e-3, rtol=1e-12)
+    assert run.messages == 3 * 2 * 6
+
+
+K2_MAIN = Path(__file__).with_name("test_events_k2_main.json")
+
+
+def test_two_dcs_reproduce_the_engine_before_k_dcs():
+    # runs recorded with the two-direction engine (commit in the file) at the reference scenario
+    ref = json.loads(K2_MAIN.read_text())
+    sc = bandjax.reference()
+    for r in ref["runs"]:
+        run = events.run(sc, r["variant"], r["load"], seed=r["seed"], steps=r["steps"])
+        s = run.summary()
+        for key in ("mean_s", "p50_s", "p95_s", "p99_s", "sim_s"):
+            assert s[key] == pytest.approx(r[key], rel=1e-12, abs=0), (r["variant"], key)
+        np.testing.assert_allclose(run.step_s[:len(r["step_s"])], r["step_s"], rtol=1e-12, atol=0)
+        np.testing.assert_allclose(s["utilisation"], r["utilisation"], rtol=1e-12, atol=0)
+        np.testing.assert_allclose(s["queue_mean"], r["queue_mean"], rtol=1e-12, atol=0)
+        assert s["queue_max"] == r["queue_max"] and s["messages"] == r["messages"]
+    t, tr = events.run(sc, "adamw", 0.9, seed=0, steps=5).trace, ref["trace"]
+    for key in ("t_ms", "sync_bytes_left", "step_end_ms"):
+        np.testing.assert_allclose(t[key], tr[key], rtol=1e-12, atol=0)
+    assert t["queue_out"] == tr["queue_out"] and t["queue_in"] == tr["queue_in"]
+
+
+def test_import_events_leaves_no_jax():
+    code = ("import sys, events, events.engine, events.plan, events.runner; "
+            "print(sorted(m for m in sys.modules if m == 'jax' or m.startswith(('jax.', 'jaxlib'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(EVENTS_DIR.parent)})
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_engine_runs_with_jax_blocked():
+    # a meta-path finder refuses jax: building, running and sweeping must not need it
+    code = """
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name == "jax" or name.startswith(("jax.", "jaxlib")):
+            raise ImportError(f"{name} is blocked")
+sys.meta_path.insert(0, Block())
+import bandjax.scenario, events
+sc = bandjax.scenario.reference().replace(dcs=4.0, topology=1.0, wan_latency_s=1e-3)
+run = events.run(sc, "topk", 0.5, seed=1, steps=4)
+ds = events.sweep(sc, variant="adamw", dcs=[2, 3], load=0.0, steps=2, scheduler="inline",
+                  progress=False)
+print(len(run.utilisation), run.mean_s > 0, ds.step_s.shape)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(EVENTS_DIR.parent)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["12", "True", "(2,)"]
 
 
 def test_load0_llama3_8b_matches_closed_form():
@@ -183,3 +264,35 @@ def test_sweep_labels_align_with_bandjax_sweep_inline():
     np.testing.assert_allclose(a.values, b.values, rtol=1e-9)
     assert ds.step_s.attrs["units"] == "s" and ds.bandwidth.attrs["units"] == "GB/s"
     assert list(ds.label.values) == list(cf.label.values)
+
+
+def test_sweep_takes_bandjax_sweep_arguments_and_aligns():
+    import xarray as xr
+
+    grid = dict(dcs=[2, 3, 8], topology=["ring", "mesh"], H=[1, 2], wan_latency_s=2e-3,
+                overlap_fraction=0.5, model=["study", 2e7])
+    ds = events.sweep(load=0.0, seed=0, steps=4, scheduler="inline", progress=False, **grid)
+    cf = bandjax.sweep(quantities=["step_s"], **grid)
+    assert ds.step_s.dims == cf.step_s.dims == ("model", "dcs", "topology", "H", "variant")
+    a, b = xr.align(ds, cf, join="exact")
+    # model.md section 13: load 0 is the closed form, here with latency and overlap on
+    np.testing.assert_allclose(a.step_s.values, b.step_s.values, rtol=1e-12, atol=0)
+    assert float(ds.wan_latency_s) == 2e-3 and list(ds.params.values) == list(cf.params.values)
+    assert ds.dcs.attrs == cf.dcs.attrs and ds.topology.attrs == cf.topology.attrs
+
+
+@pytest.mark.parametrize("H,shown", [(1.5, "1.5"), ([1, 2.5], "2.5")])
+def test_sweep_H_must_be_whole(H, shown):
+    with pytest.raises(ValueError, match=rf"H = {shown}: the event engine syncs every H steps, "
+                                         r"so H must be a whole number of steps >= 1"):
+        events.sweep(H=H, load=0.0, steps=1, scheduler="inline", progress=False)
+
+
+def test_sweep_refuses_what_bandjax_sweep_refuses():
+    for kwargs, match in [({"dcs": 1}, r"dcs = 1: must be a whole number >= 2"),
+                          ({"topology": "star"}, r"topology = 'star': must be one of 'ring', 'mesh'"),
+                          ({"bogus_s": 1.0}, r"bogus_s is not a sweep argument or scenario field")]:
+        with pytest.raises(ValueError, match=match):
+            bandjax.sweep(**kwargs)
+        with pytest.raises(ValueError, match=match):
+            events.sweep(load=0.0, steps=1, scheduler="inline", progress=False, **kwargs)

@@ -7,7 +7,7 @@ import pytest
 
 import bandjax
 from bandjax import cli, variants
-from bandjax.queueing import ACCURACY
+from bandjax.queueing import accuracy
 from bandjax.report import _json_ready, shared_wan
 
 SMALL = {"shared_wan": {"steps": 20, "seeds": 2, "scheduler": "inline", "progress": False}}
@@ -25,7 +25,8 @@ def test_section_has_the_page_contract(results):
     for key in ("step_ms", "mean_step_ms", "ci95_ms", "growth", "approx_step_ms"):
         assert sorted(r[key]) == sorted(variants.IDS), key
         assert all(len(v) == 3 for v in r[key].values()), key
-    assert r["approx_accuracy"] == ACCURACY
+    assert r["approx_accuracy"] == accuracy(bandjax.reference())["accuracy"]
+    assert (r["dcs"], r["topology"], r["links"]) == (2, "ring", 2)
     closed = np.asarray(bandjax.step_s(bandjax.reference())) * 1e3
     for i, vid in enumerate(variants.IDS):
         assert r["step_ms"][vid][0] == pytest.approx(closed[i], rel=1e-9)
@@ -53,6 +54,8 @@ def test_markdown_names_assumptions_and_units(results):
     assert "## Shared WAN" in md and "95% interval" in md and "ms" in md
     assert "1 MB" in md and "d calibrated" in md
     assert md.count("\n| ") == 1 + len(variants.IDS)
+    # the approximation's measured worst error per cluster (bandjax.queueing.ACCURACY_BY_CLUSTER)
+    assert "K = 2 11%" in md and "K = 8 mesh 13%" in md and "load-0 step" in md
 
 
 def test_cli_wan_prints_a_row_per_variant_and_load(capsys):
@@ -90,3 +93,50 @@ def test_one_seed_has_no_interval_and_says_so():
 
     view = views.shared_wan_view(bandjax.reference(), one)
     assert all(r["lo_ms"] is None for r in view.data["steps"])
+
+
+def test_cli_wan_growth_is_against_load0_and_takes_labels_dcs_topology(capsys):
+    # loads without 0: growth is still the mean over the closed-form (load-0) step
+    code = cli.main(["wan", "--load", "0.5", "--steps", "5", "--seeds", "2", "--variant", "E",
+                     "AdamW", "--dcs", "3", "--topology", "mesh", "--scheduler", "inline"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "3 DCs, mesh: 6 directed WAN links" in out and "load-0 step" in out
+    sc = bandjax.reference().replace(dcs=3.0, topology=1.0)
+    closed = np.asarray(bandjax.step_s(sc)) * 1e3
+    rows = {line.split()[0]: line.split() for line in out.splitlines()
+            if line.startswith(("adamw", "band_pluggable"))}
+    assert sorted(rows) == ["adamw", "band_pluggable"]
+    for vid, cells in rows.items():
+        mean, growth = float(cells[4]), float(cells[-2])
+        assert growth == pytest.approx(mean / closed[sc.ids.index(vid)], abs=0.006)
+        assert growth > 1.0
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["--dcs", "1"], "--dcs 1: must be a whole number of data centres >= 2"),
+    (["--variant", "Z"], "--variant: variant = 'Z' is not known; allowed: adamw (AdamW)"),
+    (["--variant", "E", "band_pluggable"], "give each variant once"),
+])
+def test_cli_wan_bad_cluster_or_variant(capsys, argv, match):
+    code = cli.main(["wan", "--scheduler", "inline", "--steps", "2", *argv])
+    assert code == 2
+    assert match in capsys.readouterr().err
+
+
+def test_section_runs_on_the_scenarios_cluster():
+    sc = bandjax.reference().replace(dcs=4.0, topology=1.0, wan_latency_s=1e-3)
+    r = _json_ready(shared_wan.build(sc, {"shared_wan": {**SMALL["shared_wan"], "seeds": 2,
+                                                          "loads": [0.0, 0.5]}}))["shared_wan"]
+    assert (r["dcs"], r["topology"], r["links"]) == (4, "mesh", 12)
+    closed = np.asarray(bandjax.step_s(sc)) * 1e3
+    for i, vid in enumerate(sc.ids):
+        # model.md section 13: at load 0 the engine is the closed form, latency included
+        assert r["step_ms"][vid][0] == pytest.approx(closed[i], rel=1e-12)
+        assert r["growth"][vid][0] == pytest.approx(1.0, rel=1e-12)
+    assert "4 DCs joined as a mesh: each of the 12 directed WAN links" in shared_wan.markdown(
+        {"shared_wan": r})
+    # the section's options choose another cluster than the scenario's
+    r2 = shared_wan.build(sc, {"shared_wan": {**SMALL["shared_wan"], "seeds": 2, "loads": [0.0],
+                                              "dcs": 2, "topology": "ring"}})["shared_wan"]
+    assert (r2["dcs"], r2["links"]) == (2, 2)

@@ -9,7 +9,8 @@ import pytest
 import bandjax
 import events
 from bandjax import variants
-from bandjax.queueing import ACCURACY, idle_s, shared_wan_step_s
+from bandjax.queueing import (ACCURACY_BY_CLUSTER, accuracy, expected_max_s, idle_s,
+                               shared_wan_step_s)
 
 
 @pytest.mark.parametrize("gbps", [0.1, 0.5, 12.5, 1000.0])
@@ -45,11 +46,52 @@ def test_idle_brownian_limits():
     assert float(idle_s(2e-3, 5e-4, 0.0, s_bg)) == pytest.approx(1.5e-3, rel=1e-12)
 
 
-@pytest.mark.parametrize("gbps,load", [(12.5, 0.5), (12.5, 0.9), (2.0, 0.9)])
-def test_within_stated_accuracy_of_engine(gbps, load):
-    sc = bandjax.reference().replace(wan_Bps=gbps * 1e9)
-    approx = np.asarray(shared_wan_step_s(sc, load))
-    for i, vid in enumerate(variants.IDS):
-        engine = np.mean([events.run(sc, vid, load, seed=s, steps=300, trace_steps=0).mean_s
-                          for s in (0, 1)])
-        assert approx[i] == pytest.approx(engine, rel=ACCURACY), vid
+def test_within_5_percent_of_the_engine_at_100gbe():
+    # the brief's bound: at 12.5 GB/s and loads up to 0.9, within 5% of the engine's mean over
+    # 32 seeds (100 steps each: the standard error of the mean is at most 2.2% here)
+    sc = bandjax.reference()
+    loads = [0.5, 0.9]
+    approx = np.asarray(shared_wan_step_s(sc, jnp.asarray(loads)))
+    for j, load in enumerate(loads):
+        for i, vid in enumerate(sc.ids):
+            plan = events.build(sc, vid)
+            engine = np.mean([events.simulate(plan, load, s, 100, trace_steps=0).mean_s
+                              for s in range(32)])
+            assert approx[j, i] == pytest.approx(engine, rel=0.05), (vid, load)
+
+
+@pytest.mark.parametrize("dcs,topology", [(3, 0.0), (4, 1.0), (8, 0.0), (8, 1.0)])
+def test_load0_is_the_closed_form_on_k_dcs(dcs, topology):
+    sc = bandjax.reference().replace(dcs=float(dcs), topology=topology, wan_latency_s=1e-3,
+                                     overlap_fraction=jnp.asarray([0.0, 0.5, 1.0]),
+                                     sync_every_H=2.0)
+    np.testing.assert_allclose(shared_wan_step_s(sc, 0.0), bandjax.step_s(sc), rtol=1e-12)
+
+
+def test_expected_max_limits():
+    one = jnp.asarray(1.0)
+    # normal only (no backlog): E[max of 2] - E[X] = sigma / sqrt(pi); of 3: 3 sigma / (2 sqrt(pi))
+    for L, e in [(1.0, 0.0), (2.0, 1 / np.sqrt(np.pi)), (3.0, 1.5 / np.sqrt(np.pi))]:
+        got = float(expected_max_s(one, jnp.asarray(1e-3), jnp.asarray(1e-12), jnp.asarray(0.0),
+                                   jnp.asarray(L)))
+        # the quadrature (1601 nodes over the span) is good to about 1e-5 of the spread
+        assert got == pytest.approx(e * 1e-3, rel=0, abs=1e-5 * 1e-3), L
+    # exponential only (a link always busy): E[max of L] = theta (1 + 1/2 + ... + 1/L)
+    for L in (2.0, 56.0):
+        harmonic = sum(1 / k for k in range(1, int(L) + 1))
+        got = float(expected_max_s(one, jnp.asarray(0.0), jnp.asarray(1.0), jnp.asarray(2e-3),
+                                   jnp.asarray(L)))
+        assert got == pytest.approx(2e-3 * (harmonic - 1), rel=1e-5), L
+
+
+def test_accuracy_is_stated_per_cluster():
+    assert set(ACCURACY_BY_CLUSTER) == {(2, "ring"), (3, "ring"), (3, "mesh"), (4, "ring"),
+                                        (4, "mesh"), (8, "ring"), (8, "mesh")}
+    assert all(0 < v < 0.5 for v in ACCURACY_BY_CLUSTER.values())
+    sc = bandjax.reference()
+    assert accuracy(sc)["accuracy"] == ACCURACY_BY_CLUSTER[(2, "ring")]
+    assert accuracy(sc.replace(topology=1.0))["accuracy"] == ACCURACY_BY_CLUSTER[(2, "ring")]
+    assert accuracy(sc.replace(dcs=8.0, topology=1.0))["accuracy"] == ACCURACY_BY_CLUSTER[(8, "mesh")]
+    other = accuracy(sc.replace(dcs=5.0))
+    assert other["accuracy"] == max(v for (k, t), v in ACCURACY_BY_CLUSTER.items() if t == "ring")
+    assert "K = 5 not measured" in other["basis"]

@@ -1,6 +1,8 @@
-"""Report section and ``bandjax wan``: the step on a WAN shared with other jobs (model.md section 11).
+"""Report section and ``bandjax wan``: the step on a WAN shared with other jobs (model.md sections
+11 and 13).
 
-The event engine (:mod:`events`) runs every variant at loads 0, 0.5 and 0.9 for several seeds;
+The event engine (:mod:`events`) runs every variant at loads 0, 0.5 and 0.9 for several seeds, on
+the scenario's K DCs and WAN topology (every directed link in use shared with other jobs);
 the section gives the step at seed 0, the mean over seeds with a 95% interval (Student t), how
 much the step grows against load 0, the queueing approximation (:mod:`bandjax.queueing`) beside
 it, a trace of the first steps for the explorer page, and load-0 engine runs over a range of
@@ -28,11 +30,34 @@ SCHEDULER = None  # None: a LocalCluster for the report's runs; "inline": this p
 
 
 def _options(ctx: dict) -> dict:
-    """Run sizes, overridable through ``ctx["shared_wan"]`` (loads, seeds, steps, scheduler)."""
+    """Run sizes, overridable through ``ctx["shared_wan"]`` (loads, seeds, steps, scheduler, and
+    ``dcs`` / ``topology`` to run the section on another cluster than the scenario's)."""
     opts = {"loads": LOADS, "seeds": SEEDS, "steps": STEPS, "scheduler": SCHEDULER, "n_workers": 2,
-            "progress": True}
+            "progress": True, "dcs": None, "topology": None}
     opts.update(ctx.get(KEY, {}))
     return opts
+
+
+def with_cluster(sc: Scenario, dcs=None, topology=None) -> Scenario:
+    """``sc`` on ``dcs`` data centres joined as ``topology`` ("ring" or "mesh"); None keeps the
+    scenario's."""
+    changes = {}
+    if dcs is not None:
+        changes["dcs"] = dcs
+    if topology is not None:
+        if topology not in _v.TOPOLOGIES:
+            raise ValueError(f"topology = {topology!r}: must be one of "
+                             f"{', '.join(map(repr, _v.TOPOLOGIES))}")
+        changes["topology"] = float(_v.TOPOLOGIES.index(topology))
+    return sc.replace(**changes) if changes else sc
+
+
+def cluster_text(sc: Scenario) -> str:
+    """"K DCs, ring: L directed WAN links" for a header."""
+    K = int(float(sc.dcs))
+    topology = _v.TOPOLOGIES[int(float(sc.topology))]
+    links = K * (K - 1) if topology == "mesh" else K
+    return f"{K} DCs, {topology}: {links} directed WAN links"
 
 
 def ci95(samples) -> tuple[float, float]:
@@ -54,10 +79,11 @@ def build(scenario: Scenario, ctx: dict) -> dict:
     from events.engine import TRACE_STEPS
     from events.plan import sync_every
 
-    from ..queueing import ACCURACY, shared_wan_step_s
+    from ..queueing import ACCURACY_BY_CLUSTER, accuracy, shared_wan_step_s
     from ..step import step_s
 
     o = _options(ctx)
+    scenario = with_cluster(scenario, o["dcs"], o["topology"])
     loads = [float(x) for x in o["loads"]]
     seeds = list(range(int(o["seeds"])))
     H = sync_every(scenario)
@@ -70,21 +96,32 @@ def build(scenario: Scenario, ctx: dict) -> dict:
     step_ms = runs.step_s * 1e3
     approx = np.asarray(shared_wan_step_s(scenario, jnp.asarray(loads))) * 1e3
     mean = step_ms.mean("seed")
+    closed_ms = np.asarray(step_s(scenario)) * 1e3  # the load-0 step: the engine equals it there
+    stated = accuracy(scenario)
     out = {"seed": 0, "loads": loads, "steps": int(o["steps"]), "seeds": len(seeds),
            "bandwidth_GBps": float(scenario.wan_Bps) / 1e9,
+           "dcs": int(float(scenario.dcs)),
+           "topology": _v.TOPOLOGIES[int(float(scenario.topology))],
+           "links": int(float(np.max(traffic_links(scenario)))),
            "step_ms": {}, "mean_step_ms": {}, "ci95_ms": {}, "growth": {}, "approx_step_ms": {},
-           "p95_ms": {}, "wan_utilisation": {}, "approx_accuracy": ACCURACY}
+           "p95_ms": {}, "wan_utilisation": {}, "wan_utilisation_max": {},
+           "approx_accuracy": stated["accuracy"], "approx_accuracy_basis": stated["basis"],
+           "approx_accuracy_by_cluster": [{"dcs": k, "topology": t, "accuracy": v}
+                                          for (k, t), v in ACCURACY_BY_CLUSTER.items()]}
     worst = 0.0
     for i, vid in enumerate(ids):
+        at = scenario.ids.index(vid)
         s = step_ms.sel(variant=vid)
         m = mean.sel(variant=vid).values
         out["step_ms"][vid] = [float(x) for x in s.sel(seed=0).values]
         out["mean_step_ms"][vid] = [float(x) for x in m]
         out["ci95_ms"][vid] = [list(ci95(s.sel(load=x).values)) for x in loads]
-        out["growth"][vid] = [float(x / m[0]) for x in m]
+        out["growth"][vid] = [float(x / closed_ms[at]) for x in m]
         out["p95_ms"][vid] = [float(x) for x in (runs.step_p95_s.sel(variant=vid, seed=0) * 1e3).values]
         out["wan_utilisation"][vid] = [float(x) for x in runs.wan_utilisation.sel(variant=vid, seed=0).values]
-        a = approx[:, _v.IDS.index(vid)]
+        out["wan_utilisation_max"][vid] = [
+            float(x) for x in runs.wan_utilisation_max.sel(variant=vid, seed=0).values]
+        a = approx[:, at]
         out["approx_step_ms"][vid] = [float(x) for x in a]
         worst = max(worst, float(np.max(np.abs(a / m - 1))))
     out["approx_max_rel_err"] = worst
@@ -96,7 +133,7 @@ def build(scenario: Scenario, ctx: dict) -> dict:
         closed = np.asarray(step_s(sc_g))
         for vid in ids:
             eng = float(load0.step_s.sel(bandwidth=g, variant=vid))
-            err = max(err, abs(eng / closed[_v.IDS.index(vid)] - 1))
+            err = max(err, abs(eng / closed[scenario.ids.index(vid)] - 1))
             steps = scenario.steps.lookup(vid, float(scenario.enob), BASIS)
             ttt = steps * eng if math.isfinite(steps) else None
             points.append({"variant": vid, "GBps": g, "step_ms": eng * 1e3,
@@ -110,23 +147,33 @@ def build(scenario: Scenario, ctx: dict) -> dict:
     return {KEY: out}
 
 
+def traffic_links(sc: Scenario):
+    """Directed WAN links in use: K on a ring, K(K-1) on a mesh."""
+    K, mesh = float(sc.dcs), float(sc.topology) == 1
+    return np.asarray(K * (K - 1) if mesh else K)
+
+
 def markdown(results: dict) -> str:
     r = results.get(KEY)
     if not r:
         return ""
     loads = r["loads"]
     head = " | ".join(f"load {x:g}: seed 0 / mean [95% CI] / growth / approx." for x in loads)
+    K, topology = r.get("dcs", 2), r.get("topology", "ring")
     lines = [
         "## Shared WAN (event engine)",
         "",
-        f"Each WAN direction ({r['bandwidth_GBps']:g} GB/s) is a first-come-first-served link "
-        "shared with other jobs' Poisson 1 MB transfers at load x capacity; the sync's WAN bytes go "
-        "as 1 MB messages one after another. Step times in ms: one run of "
+        f"{K} DCs joined as a {topology}: each of the {r.get('links', 2)} directed WAN links in "
+        f"use ({r['bandwidth_GBps']:g} GB/s each) is a first-come-first-served link "
+        "shared with other jobs' Poisson 1 MB transfers at load x capacity; the sync's bytes on "
+        "each link go as 1 MB messages one after another, and the step ends when every link is "
+        "done. Step times in ms: one run of "
         f"{r['steps']} steps at seed {r['seed']}, the mean over {r['seeds']} seeds with its 95% "
-        "interval (Student t), its growth against load 0, and the queueing approximation "
-        f"(stated accuracy {r['approx_accuracy']:.0%}; largest deviation here "
-        f"{r['approx_max_rel_err']:.1%}). Budget [free] unless the scenario sets one; "
-        "d calibrated to the study's step times.",
+        "interval (Student t), its growth against the load-0 step (the closed form, which the "
+        "engine equals at load 0), and the queueing approximation "
+        f"(stated accuracy {r['approx_accuracy']:.0%} {r.get('approx_accuracy_basis', '')}; "
+        f"largest deviation here {r['approx_max_rel_err']:.1%}). Budget [free] unless the "
+        "scenario sets one; d calibrated to the study's step times.",
         "",
         f"| variant | {head} |",
         "|---|" + "---|" * len(loads),
@@ -139,6 +186,12 @@ def markdown(results: dict) -> str:
             cells.append(f"{s[j]:.3f} / {r['mean_step_ms'][vid][j]:.3f} {interval} / "
                          f"x{r['growth'][vid][j]:.2f} / {r['approx_step_ms'][vid][j]:.3f}")
         lines.append(f"| {_v.get(vid).short} | " + " | ".join(cells) + " |")
+    measured = r.get("approx_accuracy_by_cluster", [])
+    if measured and all(m["accuracy"] is not None for m in measured):
+        lines += ["", "The approximation's worst error against the engine's mean (every variant, "
+                  "12.5 GB/s per link, loads 0.5 to 0.95): "
+                  + ", ".join(f"K = {m['dcs']} {m['topology'] if m['dcs'] > 2 else ''}"
+                              .rstrip() + f" {m['accuracy']:.0%}" for m in measured) + "."]
     lines += [
         "",
         f"At load 0 the engine matches the closed-form step to {r['load0_max_rel_err']:.1e} "
@@ -185,16 +238,19 @@ def check_wan_args(args) -> None:
         from .._io import check_regular_or_absent
 
         check_regular_or_absent(args.out, "--out")
+    if args.dcs is not None and args.dcs < 2:
+        raise ValueError(f"--dcs {args.dcs}: must be a whole number of data centres >= 2")
 
 
 def _wan(args) -> int:
     import events
 
     from ..cliargs import load_scenario, variant_ids
-    from ..queueing import ACCURACY, shared_wan_step_s
+    from ..queueing import accuracy, shared_wan_step_s
+    from ..step import step_s
 
     check_wan_args(args)
-    sc = load_scenario(args)
+    sc = with_cluster(load_scenario(args), args.dcs, args.topology)
     variants = variant_ids("--variant", args.variant, sc) if args.variant else None
     seeds = list(range(args.seed, args.seed + args.seeds))
     ds = events.sweep(sc, load=list(args.load), seed=seeds, steps=args.steps,
@@ -205,23 +261,30 @@ def _wan(args) -> int:
     import jax.numpy as jnp
 
     approx = np.asarray(shared_wan_step_s(sc, jnp.asarray([float(x) for x in args.load])))
+    closed_ms = np.asarray(step_s(sc)) * 1e3  # the load-0 step; the engine equals it there
+    stated = accuracy(sc)
     ms = ds.step_s * 1e3
-    print(f"shared WAN at {float(sc.wan_Bps) / 1e9:g} GB/s per direction, {args.steps} steps a run, "
-          f"seeds {seeds[0]}..{seeds[-1]}; step in ms (mean over the run; p95 at seed {args.seed}); "
-          f"approx. = queueing approximation (stated accuracy {ACCURACY:.0%})")
+    print(f"shared WAN on {cluster_text(sc)} of {float(sc.wan_Bps) / 1e9:g} GB/s each, "
+          f"{args.steps} steps a run, seeds {seeds[0]}..{seeds[-1]}; step in ms (mean over the "
+          f"run; p95 at seed {args.seed}); growth = mean / the load-0 step (the closed form, "
+          "which the engine equals at load 0); approx. = queueing approximation (stated "
+          f"accuracy {stated['accuracy']:.0%} {stated['basis']})")
     print(f"{'variant':<20} {'load':>5} {'step':>10} {'p95':>10} {'mean':>10} {'95% CI':>21} "
           f"{'growth':>7} {'approx.':>10}")
-    for vid in ds.variant.values:
-        base = float(ms.sel(variant=vid, load=float(args.load[0])).mean())
+    for vid in np.atleast_1d(ds.variant.values):
+        at = sc.ids.index(vid)
         for j, x in enumerate(args.load):
-            s = ms.sel(variant=vid, load=float(x))
+            s = ms.sel(load=float(x))
+            s = s.sel(variant=vid) if "variant" in s.dims else s
             lo, hi = ci95(s.values)
             m = float(s.mean())
+            p95 = ds.step_p95_s.sel(load=float(x), seed=args.seed)
+            p95 = p95.sel(variant=vid) if "variant" in p95.dims else p95
             print(f"{vid:<20} {x:>5g} {float(s.sel(seed=args.seed)):>10.3f} "
-                  f"{float(ds.step_p95_s.sel(variant=vid, load=float(x), seed=args.seed)) * 1e3:>10.3f} "
+                  f"{float(p95) * 1e3:>10.3f} "
                   f"{m:>10.3f} {'n/a (1 seed)' if math.isnan(lo) else f'[{lo:.3f}, {hi:.3f}]':>21} "
-                  f"{m / base:>7.2f} "
-                  f"{approx[j, _v.IDS.index(vid)] * 1e3:>10.3f}")
+                  f"{m / closed_ms[at]:>7.2f} "
+                  f"{approx[j, at] * 1e3:>10.3f}")
     if args.out:
         from .._io import atomic_write_bytes
 
@@ -237,14 +300,19 @@ def register_cli(sub) -> None:
                        description="Run the shared-WAN event engine for every variant at each "
                                    "load and print step times beside the queueing approximation.")
     p.add_argument("--load", type=float, nargs="+", default=list(LOADS), metavar="X",
-                   help="other jobs' share of each WAN direction, in [0, 1) (default: 0 0.5 0.9)")
+                   help="other jobs' share of each WAN link, in [0, 1) (default: 0 0.5 0.9)")
     p.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
     p.add_argument("--seeds", type=int, default=1, help="number of seeds from --seed (default 1)")
     p.add_argument("--steps", type=int, default=STEPS, help=f"steps a run (default {STEPS})")
     p.add_argument("--bandwidth", type=float, metavar="GBps",
-                   help="WAN bandwidth per direction, GB/s (default: the scenario's)")
+                   help="WAN bandwidth per directed link, GB/s (default: the scenario's)")
     p.add_argument("--variant", nargs="+", metavar="V",
-                   help="variants by id or label (adamw, topk, C, C', E, E'; default: all)")
+                   help="variants by id or label, e.g. adamw E \"E'\" (default: all)")
+    p.add_argument("--dcs", type=int, metavar="K",
+                   help="data centres K, >= 2 (default: the scenario's)")
+    p.add_argument("--topology", choices=_v.TOPOLOGIES,
+                   help="WAN between the DCs: ring (K directed links) or mesh (K(K-1)) "
+                        "(default: the scenario's)")
     p.add_argument("--scheduler", metavar="ADDR",
                    help="dask scheduler address, e.g. tcp://host:8786 (default: a LocalCluster; "
                         "'inline' runs in this process)")
