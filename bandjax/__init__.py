@@ -1,6 +1,6 @@
 """bandjax: when does computing a band of the gradient in transit pay?
 
-Closed forms of the reference model (``shared/model.md``) as pure JAX functions over labelled grids.
+Closed forms of the reference model (``docs/model.md``) as pure JAX functions over labelled grids.
 The public API is what this module exports; everything else is an implementation detail.
 
 Exports load lazily (PEP 562): ``import bandjax.scenario`` (the event engine, the CLI's help) does

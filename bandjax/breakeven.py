@@ -1,4 +1,4 @@
-"""Break-evens of pairs of variants (model.md section 10): bandwidth, budget and ENOB.
+"""Break-evens of pairs of variants (docs/model.md section 10): bandwidth, budget and ENOB.
 
 A pair (a, b) breaks even where both reach the target loss in the same time. The residual is
 
@@ -40,7 +40,7 @@ from .roots import A_WINS, B_WINS, CROSSES, NEITHER, NOT_AVAILABLE, STATUS_NAMES
 from .scenario import BASES, FIELDS, Scenario
 from .step import COMPONENTS, STAGES, budget_break_even_FLOPs, col, comm_parts_s, module_stages_s, step_s, sum_parts
 
-BANDWIDTH_RANGE_GBps = (0.1, 1000.0)  # model.md section 2: the swept range
+BANDWIDTH_RANGE_GBps = (0.1, 1000.0)  # docs/model.md section 2: the swept range
 BUDGET_RANGE_GFLOPs = (1.0, 10_000.0)
 GRID = 32
 MAX_ROOTS = 1  # break_even re-runs with more where a point has more crossings

@@ -1,4 +1,4 @@
-"""Time to target, hot spots and energy (model.md sections 6 to 9): pure ``jax.numpy``.
+"""Time to target, hot spots and energy (docs/model.md sections 6 to 9): pure ``jax.numpy``.
 
 Like :mod:`bandjax.step`, everything is written for one point and broadcasts; per-variant results
 have a last axis of variants in the order of the scenario's registry (``sc.ids``).

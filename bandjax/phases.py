@@ -1,4 +1,4 @@
-"""What a worker's sync does, phase by phase, in plain arithmetic (model.md sections 2, 4 and 13).
+"""What a worker's sync does, phase by phase, in plain arithmetic (docs/model.md sections 2, 4 and 13).
 
 The one description of payload sizes and the module's stages. :mod:`bandjax.step` calls it on
 ``jax.numpy`` arrays, the event engine (:mod:`events.plan`) on floats: the functions use only

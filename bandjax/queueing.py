@@ -1,4 +1,4 @@
-"""The step on a shared WAN, from queueing theory (model.md sections 11 and 13): pure ``jax.numpy``.
+"""The step on a shared WAN, from queueing theory (docs/model.md sections 11 and 13): pure ``jax.numpy``.
 
 The event engine (:mod:`events`) simulates each directed WAN link in use as a FCFS link of
 capacity B that other jobs load with Poisson transfers of s_bg = background bytes / B each, at
@@ -12,7 +12,7 @@ other jobs' work queued when the sync starts:
     =>  T = E[end_k] = V (1 - rho^k) / (1 - rho) + s sum_i rho^i (k - i) - (s - s_k)
 
 The sync ends when the last of the L directed links in use is done (L = K on a ring, K(K-1) on
-a mesh; model.md section 13). The links are independent and alike, so the expected end is the
+a mesh; docs/model.md section 13). The links are independent and alike, so the expected end is the
 expected maximum of L iid link times (:func:`expected_max_s`): each link's time is taken as
 
     X = T0 + N + E,   N ~ normal(0, sigma_N^2),   E = 0 w.p. 1 - rho, else exponential

@@ -6,7 +6,7 @@ can be passed through ``jax.jit`` and differentiated with ``jax.grad``. The vari
 (:class:`bandjax.variants.Variant` entries) and the measured steps to the target loss
 (:class:`Steps`) are static: discrete data, resolved outside jit.
 
-The reference scenario (model.md section 2) is :func:`reference`. A scenario round-trips through a
+The reference scenario (docs/model.md section 2) is :func:`reference`. A scenario round-trips through a
 TOML file (:func:`save`, :func:`load`) whose values carry their units (``wan = "12.5 GB/s"``).
 Every value is checked by one function (:func:`check_field`), however it arrives: a file,
 :meth:`Scenario.replace` or a sweep.
@@ -35,14 +35,14 @@ else:  # pragma: no cover
 
 # Model-size presets: parameter counts.
 PRESETS: dict[str, float] = {
-    "study": 7_916_736.0,  # the study's model (model.md section 2)
+    "study": 7_916_736.0,  # the study's model (docs/model.md section 2)
     "gpt2-124m": 124_439_808.0,  # GPT-2 small
-    "llama3-8b": 8.03e9,  # Llama-3-8B (model.md section 9)
+    "llama3-8b": 8.03e9,  # Llama-3-8B (docs/model.md section 9)
     "llama3-70b": 70.6e9,  # Llama-3-70B
 }
 
 # The study's GPU: the effective rate that gives its calibrated 0.4918 ms a step at P
-# (model.md section 13): R = 6 x 7,916,736 x 512 / 0.4918 ms, about 4.945e13 FLOP/s.
+# (docs/model.md section 13): R = 6 x 7,916,736 x 512 / 0.4918 ms, about 4.945e13 FLOP/s.
 STUDY_GPU_FLOPs = 6.0 * 7_916_736.0 * 512.0 / 0.4918e-3
 
 
@@ -158,7 +158,7 @@ FIELDS: dict[str, tuple[str, str, str, str]] = {
     "wan_message_B": ("shared_wan", "message_bytes", "count", "the sync's WAN bytes go as messages of this size, one after another (event engine)"),
     "background_B": ("shared_wan", "background_bytes", "count", "size of other jobs' Poisson transfers on each WAN link (event engine)"),
 }
-FIXED_SECTION = "fixed_time"  # d_v per variant, calibrated (model.md section 5)
+FIXED_SECTION = "fixed_time"  # d_v per variant, calibrated (docs/model.md section 5)
 VARIANTS_SECTION = "variants"  # a user's variants, one [variants.<id>] table each
 LEAVES = (*FIELDS, "fixed_s")
 
@@ -381,7 +381,7 @@ class Scenario:
 
 
 def reference() -> Scenario:
-    """The study's configuration (model.md section 2)."""
+    """The study's configuration (docs/model.md section 2)."""
     return Scenario()
 
 

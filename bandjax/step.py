@@ -1,4 +1,4 @@
-"""Module pipeline and per-variant step time (model.md sections 4, 5, 9 and 13): pure ``jax.numpy``.
+"""Module pipeline and per-variant step time (docs/model.md sections 4, 5, 9 and 13): pure ``jax.numpy``.
 
 Everything here is written for one point of a scenario and broadcasts over whatever array shapes
 the scenario's fields hold. The last axis of a per-variant result is the variant, in the order of
@@ -19,7 +19,7 @@ from . import variants as _v
 from .scenario import Scenario
 
 STAGES = _phases.STAGES
-# The terms of a step, in the order of model.md section 5 and the hot-spot names of section 7.
+# The terms of a step, in the order of docs/model.md section 5 and the hot-spot names of section 7.
 COMPONENTS = ("gpu_compute", "module_port", "module_optics", "module_compute", "module_fpga",
               "qsfp", "port", "wan", "wan_latency", "fixed")
 COMPONENT_LABELS = {

@@ -7,7 +7,7 @@ written twice. A variant is data (:class:`Variant`); a scenario holds its own re
 (``Scenario.variants``, the six of the study by default), so a user's variant is one more entry.
 Plain Python and NumPy: no jax at import.
 
-Collectives, with payload p per worker, K DCs of n workers, N = K n (model.md sections 5 and 13).
+Collectives, with payload p per worker, K DCs of n workers, N = K n (docs/model.md sections 5 and 13).
 Bytes per step on each directed WAN link in use:
 
     collective        port / qsfp            ring WAN link     mesh WAN link   latency ring / mesh
@@ -53,7 +53,7 @@ class Rule:
     the same ENOB (inf = never wins over any number; a variant not measured there gives NaN).
 
     The study's E' is ``Rule(hypothesis=("band_pluggable",), exact=("band_pluggable", "band_gpu"))``
-    (model.md section 6, amended): E's steps, or on the exact basis max(E's, the exact band's).
+    (docs/model.md section 6, amended): E's steps, or on the exact basis max(E's, the exact band's).
     """
 
     hypothesis: tuple[str, ...]
@@ -79,7 +79,7 @@ class Variant:
         (band at the module's ENOB).
       collective: one of :data:`COLLECTIVES`.
       link: ``"port"`` or ``"qsfp"``: the link an all-gather runs through.
-      module: a pluggable module pipeline (model.md section 4) sits on the path.
+      module: a pluggable module pipeline (docs/model.md section 4) sits on the path.
       bytes_per_param: for a dense payload, bytes a parameter (None: the scenario's fp32 4).
       steps: where its steps come from: ``"flat"`` (one measured number), ``"enob"`` (measured per
         ENOB) or ``"rule"`` (:attr:`rule`, over other variants' steps).
@@ -146,7 +146,7 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("band_switch", "band summed in the switch", "E'", "band_transit", "in_network",
             module=True, steps="rule", rule=_E_PRIME, d_s=0.0227e-3, colour=5),
 )
-"""The study's six variants (model.md section 3), the default registry of a scenario."""
+"""The study's six variants (docs/model.md section 3), the default registry of a scenario."""
 
 IDS: tuple[str, ...] = tuple(v.id for v in VARIANTS)
 BY_ID: dict[str, Variant] = {v.id: v for v in VARIANTS}

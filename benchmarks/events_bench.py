@@ -174,7 +174,7 @@ def run(quick: bool = False) -> dict:
         "ratio_bare_lean": ref["ratio_bare_lean"],
         f"adamw_{steps}_load09_s": ref["run_s"],
     }
-    # 8 DCs on a mesh: 56 directed links, each with its own background (model.md section 13)
+    # 8 DCs on a mesh: 56 directed links, each with its own background (docs/model.md section 13)
     mesh8 = bandjax.reference().replace(dcs=8.0, topology=1.0)
     out["mesh8"] = {"scenario": "8 DCs, mesh (56 links), AdamW, 12.5 GB/s per link, load 0.9",
                     **_throughput(events.build(mesh8, "adamw"), load, 5 if quick else 40,

@@ -1,6 +1,6 @@
 """The dense sweep written again in vectorised numpy: the baseline bandjax's jit is measured against.
 
-These are the closed forms of model.md sections 4, 5, 6 and 8 written the way a numpy user would:
+These are the closed forms of docs/model.md sections 4, 5, 6 and 8 written the way a numpy user would:
 scenario numbers as floats, the variant axis last, broadcasting over a (bandwidth, budget) grid.
 Writing them a second time is the point of a baseline; ``tests/test_benchmarks.py`` checks that
 they agree with bandjax to 1e-12 relative, so the comparison is between equal work.
@@ -20,7 +20,7 @@ def scenario_numbers(sc) -> dict:
     from bandjax.scenario import FIELDS
 
     out = {k: float(getattr(sc, k)) for k in FIELDS}
-    out["gpu_compute_s"] = float(sc.gpu_compute_s)  # c = 6 P T / R, derived (model.md s13)
+    out["gpu_compute_s"] = float(sc.gpu_compute_s)  # c = 6 P T / R, derived (docs/model.md s13)
     out["fixed_s"] = [float(sc.fixed_s[v]) for v in _v.IDS]
     return out
 

@@ -1,4 +1,4 @@
-"""events: the shared-WAN discrete-event engine (model.md sections 11 and 13), SimPy and NumPy only.
+"""events: the shared-WAN discrete-event engine (docs/model.md sections 11 and 13), SimPy and NumPy only.
 
 The closed forms assume the WAN is the training job's alone; this engine shares every directed WAN
 link in use (K on a ring of K DCs, K(K-1) on a mesh) with other jobs' Poisson traffic, with the

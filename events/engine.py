@@ -1,4 +1,4 @@
-"""The shared-WAN discrete-event engine (model.md sections 11 and 13): SimPy and NumPy only.
+"""The shared-WAN discrete-event engine (docs/model.md sections 11 and 13): SimPy and NumPy only.
 
 A run simulates a training job whose steps are built phase by phase from a :class:`Plan`:
 

@@ -72,7 +72,7 @@ def test_scalar_baseline_agrees_with_bandjax(name):
 
 
 def test_reference_figures_through_the_baseline():
-    # model.md section 12: AdamW step 4.075 ms and C 1.443 ms at 100 GbE (12.5 GB/s), [free].
+    # docs/model.md section 12: AdamW step 4.075 ms and C 1.443 ms at 100 GbE (12.5 GB/s), [free].
     out = numpy_baseline.sweep(bandjax.reference(), [12.5], [np.inf])
     assert out["step_s"][0, 0, _v.IDS.index("adamw")] == pytest.approx(4.075e-3, abs=0.5e-6)
     assert out["step_s"][0, 0, _v.IDS.index("band_gpu")] == pytest.approx(1.443e-3, abs=0.5e-6)

@@ -74,13 +74,13 @@ def test_no_crossing_says_who_wins_throughout():
 
 
 def test_never_and_not_measured_statuses():
-    at6 = REF.replace(enob=6.0)  # E at ENOB 6 never reaches the loss (model.md section 6)
+    at6 = REF.replace(enob=6.0)  # E at ENOB 6 never reaches the loss (docs/model.md section 6)
     assert be.break_even(at6, "E", "adamw").at()["status"] == "b_wins_throughout"
     assert be.break_even(at6, "adamw", "E").at()["status"] == "a_wins_throughout"
     assert be.break_even(at6, "E", "E'", basis="hypothesis").at()["status"] == "neither_reaches_target"
     at7 = REF.replace(enob=7.0)  # not measured: no answer
     assert be.break_even(at7, "E", "adamw").at()["status"] == "not_available"
-    # On the exact basis E' takes max(E's, the exact band's) (amended model.md s6): never at 6,
+    # On the exact basis E' takes max(E's, the exact band's) (amended docs/model.md s6): never at 6,
     # not available at 7, and at 8 the exact band's 2,667, so it still crosses AdamW.
     assert be.break_even(at6, "E'", "adamw", basis="exact").at()["status"] == "b_wins_throughout"
     assert be.break_even(at7, "E'", "adamw", basis="exact").at()["status"] == "not_available"
@@ -228,7 +228,7 @@ def test_identical_curves_tie_throughout():
 
 
 def test_budget_break_even_reference():
-    # model.md section 4: budget* = 40 x 3.5e9 = 140.0 GFLOP/s, independent of P.
+    # docs/model.md section 4: budget* = 40 x 3.5e9 = 140.0 GFLOP/s, independent of P.
     for P in (REF.params, 8.03e9):
         out = be.budget_break_even(REF.at_model_size(P))
         assert out["numeric_GFLOPs"] == pytest.approx(140.0, rel=1e-12)

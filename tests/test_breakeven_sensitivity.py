@@ -47,7 +47,7 @@ def test_bandwidth_elasticities_match_finite_differences(a, b, basis):
     for name in [*NAMES, "budget_FLOPs", f"fixed_s.{a}", f"fixed_s.{b}"]:
         fd = resolved_elasticity(sc, a, b, name, basis=basis)
         assert float(e[name][0]) == pytest.approx(fd, rel=1e-5, abs=1e-8), name
-    # c depends on peak x utilisation only (model.md s13), so their elasticities are equal; the
+    # c depends on peak x utilisation only (docs/model.md s13), so their elasticities are equal; the
     # reference utilisation is 1, its upper bound, so it has no central difference of its own.
     assert float(e["utilisation"][0]) == pytest.approx(float(e["gpu_peak_FLOPs"][0]), rel=1e-12, abs=1e-15)
 

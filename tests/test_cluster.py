@@ -1,4 +1,4 @@
-"""A user's own cluster (model.md section 13): K DCs, WAN topology and latency, overlap, GPU compute
+"""A user's own cluster (docs/model.md section 13): K DCs, WAN topology and latency, overlap, GPU compute
 from FLOPs, variants as data, and the reduction to the study at K = 2, latency 0, overlap 0."""
 
 import math
@@ -41,7 +41,7 @@ def scenarios(draw):
 
 def study_forms(sc):
     """Step (s), energy columns (J) and bytes per worker per step (B) of the six variants by the
-    study's two-DC formulas (model.md sections 5 and 8), written out here on their own."""
+    study's two-DC formulas (docs/model.md sections 5 and 8), written out here on their own."""
     f = {k: float(getattr(sc, k)) for k in bandjax.scenario.FIELDS}
     P, n, H = f["params"], f["workers_per_dc"], f["sync_every_H"]
     N = 2 * n
@@ -88,7 +88,7 @@ def test_two_dcs_no_latency_no_overlap_is_the_study(sc):
 @SETTINGS
 @given(scenarios(), st.integers(2, 16))
 def test_wan_bytes_per_link_are_the_table(sc, K):
-    """model.md s13: mesh 2p/K (all-reduce, in-network), n p (all-gather); ring 2(K-1)/K p, (K-1) n p."""
+    """docs/model.md s13: mesh 2p/K (all-reduce, in-network), n p (all-gather); ring 2(K-1)/K p, (K-1) n p."""
     n = float(sc.workers_per_dc)
     pay = {k: float(v) for k, v in payloads_B(sc).items()}
     kinds = {v.id: (v.collective, pay[v.payload]) for v in sc.variants}
@@ -131,7 +131,7 @@ def test_overlap_hides_at_most_f_c(sc, f):
 
 
 def test_latency_adds_hops_times_latency():
-    """model.md s13: 2(K-1) l ring all-reduce and in-network, (K-1) l ring all-gather; 2 l, l mesh."""
+    """docs/model.md s13: 2(K-1) l ring all-reduce and in-network, (K-1) l ring all-gather; 2 l, l mesh."""
     l, K = 1e-3, 4.0
     for topology, hops in ((0.0, {"ring_allreduce": 2 * (K - 1), "allgather": K - 1, "in_network": 2 * (K - 1)}),
                            (1.0, {"ring_allreduce": 2.0, "allgather": 1.0, "in_network": 2.0})):
@@ -142,7 +142,7 @@ def test_latency_adds_hops_times_latency():
 
 
 def test_gpu_compute_from_flops():
-    # model.md s13: the reference R gives c = 0.4918 ms at the study's P, to the last bit
+    # docs/model.md s13: the reference R gives c = 0.4918 ms at the study's P, to the last bit
     assert REF.gpu_compute_s == 0.4918e-3
     # H100 at 40%: 6 P T / (989e12 x 0.4), by hand
     h100 = REF.with_gpu("h100")
@@ -217,7 +217,7 @@ def _check_seventh(sc):
     assert sc.ids[-1] == "adamw_fp16"
     ds = bandjax.sweep(sc, bandwidth=[1.0, 12.5], quantities=["step_s", "time_to_target_s"])
     assert list(ds["variant"].values)[-1] == "adamw_fp16"
-    # half AdamW's bytes, its own d (model.md s5 with G/2): c + 1.5 (G/2)/port + (G/2)/B + d
+    # half AdamW's bytes, its own d (docs/model.md s5 with G/2): c + 1.5 (G/2)/port + (G/2)/B + d
     G = 4 * 7_916_736
     expected = 0.4918e-3 + 1.5 * (G / 2) / 50e9 + (G / 2) / 12.5e9 + 0.05e-3
     assert float(ds["step_s"].sel(bandwidth=12.5, variant="adamw_fp16")) == pytest.approx(expected, rel=1e-12)
@@ -290,7 +290,7 @@ def test_bad_cluster_keys(tmp_path, text, words):
 
 
 def test_e_prime_on_the_exact_basis_never_promises_more_than_measured():
-    """Amended model.md s6: max(E's steps, the exact band's): 2,667 at ENOB 8, never at 6, not
+    """Amended docs/model.md s6: max(E's steps, the exact band's): 2,667 at ENOB 8, never at 6, not
     available at 7; on the hypothesis basis E's own."""
     assert REF.steps_of("band_switch", 8, "exact") == 2667
     assert math.isinf(REF.steps_of("band_switch", 6, "exact"))

@@ -59,7 +59,7 @@ def test_reference_load0_every_variant_matches_closed_form():
         np.testing.assert_allclose(run.step_s, cf, rtol=1e-9, atol=0)
         assert run.utilisation[0] == pytest.approx(
             float(traffic_B(sc).wan_B[variants.IDS.index(vid)]) / sc.wan_Bps / cf, rel=1e-9)
-    # model.md section 12: AdamW step 4.075 ms, E' at [free] 3.726 ms (printed precision)
+    # docs/model.md section 12: AdamW step 4.075 ms, E' at [free] 3.726 ms (printed precision)
     assert events.run(sc, "adamw", 0.0, steps=1).mean_s == pytest.approx(4.075e-3, abs=0.5e-6)
     assert events.run(sc, "band_switch", 0.0, steps=1).mean_s == pytest.approx(3.726e-3, abs=0.5e-6)
 
@@ -77,7 +77,7 @@ def test_reference_load0_every_variant_matches_closed_form():
        overlap=st.one_of(st.just(0.0), st.floats(0.0, 1.0)))
 def test_load0_equals_closed_form_property(variant, budget, gbps, params, H, enob, dcs, topology,
                                            latency_s, overlap):
-    # model.md section 13: at load 0 the engine gives the closed form's step exactly (to rounding)
+    # docs/model.md section 13: at load 0 the engine gives the closed form's step exactly (to rounding)
     sc = bandjax.reference().at_model_size(params)
     flops = {"free": math.inf, "low": float(sc.budget_low_FLOPs),
              "high": float(sc.budget_high_FLOPs)}.get(budget, None)
@@ -92,7 +92,7 @@ def test_load0_equals_closed_form_property(variant, budget, gbps, params, H, eno
 
 
 def test_overlap_hides_communication_up_to_f_c():
-    # f = 1 and a sync shorter than c: every step is c (model.md section 13, overlap)
+    # f = 1 and a sync shorter than c: every step is c (docs/model.md section 13, overlap)
     plan = Plan("x", compute_s=4e-3, sync_phases=((Part("d", 1e-3),),), wan_B=2e6, wan_Bps=1e9,
                 message_B=1e6, background_B=1e6, overlap=1.0, links=6, latency_s=0.5e-3)
     run = simulate(plan, 0.0, steps=3, trace_steps=0)
@@ -275,7 +275,7 @@ def test_sweep_takes_bandjax_sweep_arguments_and_aligns():
     cf = bandjax.sweep(quantities=["step_s"], **grid)
     assert ds.step_s.dims == cf.step_s.dims == ("model", "dcs", "topology", "H", "variant")
     a, b = xr.align(ds, cf, join="exact")
-    # model.md section 13: load 0 is the closed form, here with latency and overlap on
+    # docs/model.md section 13: load 0 is the closed form, here with latency and overlap on
     np.testing.assert_allclose(a.step_s.values, b.step_s.values, rtol=1e-12, atol=0)
     assert float(ds.wan_latency_s) == 2e-3 and list(ds.params.values) == list(cf.params.values)
     assert ds.dcs.attrs == cf.dcs.attrs and ds.topology.attrs == cf.topology.attrs

@@ -44,7 +44,7 @@ def test_section_has_the_page_contract(results):
     assert {p["GBps"] for p in points} == {0.5, 2.0, 12.5, 100.0, 500.0}
     assert r["load0_max_rel_err"] < 1e-9
     adamw = next(p for p in points if p["variant"] == "adamw" and p["GBps"] == 12.5)
-    # model.md section 12: AdamW 1.63 s to target at 100 GbE (400 steps)
+    # docs/model.md section 12: AdamW 1.63 s to target at 100 GbE (400 steps)
     assert adamw["time_to_target_s"] == pytest.approx(1.63, abs=0.005)
     assert adamw["basis"] == "hypothesis"
 
@@ -66,7 +66,7 @@ def test_cli_wan_prints_a_row_per_variant_and_load(capsys):
     rows = [line for line in out.splitlines() if line.startswith(("adamw", "band_switch"))]
     assert len(rows) == 4
     step0 = float(rows[0].split()[2])
-    assert step0 == pytest.approx(4.075, abs=0.0005)  # model.md section 12
+    assert step0 == pytest.approx(4.075, abs=0.0005)  # docs/model.md section 12
 
 
 @pytest.mark.parametrize("argv,match", [
@@ -131,7 +131,7 @@ def test_section_runs_on_the_scenarios_cluster():
     assert (r["dcs"], r["topology"], r["links"]) == (4, "mesh", 12)
     closed = np.asarray(bandjax.step_s(sc)) * 1e3
     for i, vid in enumerate(sc.ids):
-        # model.md section 13: at load 0 the engine is the closed form, latency included
+        # docs/model.md section 13: at load 0 the engine is the closed form, latency included
         assert r["step_ms"][vid][0] == pytest.approx(closed[i], rel=1e-12)
         assert r["growth"][vid][0] == pytest.approx(1.0, rel=1e-12)
     assert "4 DCs joined as a mesh: each of the 12 directed WAN links" in shared_wan.markdown(

@@ -62,7 +62,7 @@ def test_gradient_with_respect_to_steps():
 
 
 def test_step_derivative_in_P_includes_compute():
-    """Everything but d scales with P (model.md s9, s13: c = 6 P T / R too), so at the reference
+    """Everything but d scales with P (docs/model.md s9, s13: c = 6 P T / R too), so at the reference
     d step / dP = (step - d) / P for every variant."""
     sc = jax.tree.map(jnp.asarray, bandjax.reference())
     jac = jax.jacfwd(lambda P: step_s(sc.replace(params=P)))(sc.params)

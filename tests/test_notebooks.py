@@ -43,12 +43,12 @@ def test_notebook_runs(path, monkeypatch):
     assert not [o for o in outputs if o.output_type == "error"]
     text = "\n".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     if path.stem == "bandwidth_sweep":
-        # model.md section 12: top-k wins at 100 GbE; the winner changes across 0.1-1,000 GB/s
+        # docs/model.md section 12: top-k wins at 100 GbE; the winner changes across 0.1-1,000 GB/s
         assert "hypothesis basis: E' from 0.1 GB/s" in text
         assert "top-k reaches the target first (0.925 s)" in text
         assert any("image/svg+xml" in o.get("data", {}) for o in outputs)
     if path.stem == "shared_wan":
-        # model.md section 11: at load 0 the engine gives the closed form's step exactly
+        # docs/model.md section 11: at load 0 the engine gives the closed form's step exactly
         import re
 
         err = float(re.search(r"load 0: largest relative difference from the closed form (\S+)", text)[1])
@@ -112,7 +112,7 @@ def _check_breakeven(text):
         hardware = max((k for k in e if k in FIELDS and FIELDS[k][0] in ("links", "module")),
                        key=lambda k: abs(e[k]))
         assert f"hardware number that moves it most: {hardware} ({e[hardware]:+.3f}" in block[2]
-        assert hardware == "optics_Sps"  # the module's binding stage at [free] (model.md section 4)
+        assert hardware == "optics_Sps"  # the module's binding stage at [free] (docs/model.md section 4)
 
     # the inverse question: printed answers equal smallest_change's
     for wan_GBps, basis, name, scale, unit in [(1.0, "exact", "optics_Sps", 1e9, "GS/s"),
@@ -132,7 +132,7 @@ def _check_breakeven(text):
 
 
 def _check_calibration(text: str) -> None:
-    """model.md section 11: at load 0.9 other jobs take 90% of each WAN direction, so the rate a
+    """docs/model.md section 11: at load 0.9 other jobs take 90% of each WAN direction, so the rate a
     sync sees is at most the 10% left (queueing only lowers it): each fitted effective rate is
     above 0 and below 10% of its line rate, and every fit converged."""
     import re

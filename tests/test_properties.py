@@ -88,7 +88,7 @@ def test_energy_columns_non_negative_and_sum_to_total(sc):
 
 
 def test_energy_by_hand_for_adamw():
-    # model.md s8 for AdamW at the reference, written out term by term
+    # docs/model.md s8 for AdamW at the reference, written out term by term
     sc = bandjax.reference()
     P, N, G = 7_916_736, 8, 4 * 7_916_736
     step = float(step_s(sc)[0])

@@ -1,6 +1,6 @@
-"""The reference scenario reproduces the figures of model.md section 12, computed by the model.
+"""The reference scenario reproduces the figures of docs/model.md section 12, computed by the model.
 
-Each expected value is quoted from ../shared/model.md (section and wording beside it) and checked to
+Each expected value is quoted from docs/model.md (section and wording beside it) and checked to
 the precision it was printed with: a figure printed as 4.075 ms is checked to half a unit of its
 last digit.
 """
@@ -27,7 +27,7 @@ def step_ms(variant, sc=SC):
 
 
 def test_adamw_step_and_compute_share():
-    # model.md s12: "AdamW step 4.075 ms, of which GPU compute is 12.1%"
+    # docs/model.md s12: "AdamW step 4.075 ms, of which GPU compute is 12.1%"
     printed(step_ms("adamw"), 4.075, 3)
     terms = step_terms_s(SC)[IDX["adamw"]]
     share = float(terms[COMPONENTS.index("gpu_compute")] / terms.sum())
@@ -35,7 +35,7 @@ def test_adamw_step_and_compute_share():
 
 
 def test_bytes_per_worker():
-    # model.md s12: "AdamW sends 55,417,152 bytes per worker ... an all-gather of the band
+    # docs/model.md s12: "AdamW sends 55,417,152 bytes per worker ... an all-gather of the band
     # 13,854,288 ((N-1) b, 0.25 of it)"
     from bandjax.metrics import bytes_per_worker_B
 
@@ -43,13 +43,13 @@ def test_bytes_per_worker():
     assert b[IDX["adamw"]] == pytest.approx(55_417_152, abs=0.5)
     assert b[IDX["band_gpu"]] == pytest.approx(13_854_288, abs=0.5)
     assert b[IDX["band_gpu"]] / b[IDX["adamw"]] == pytest.approx(0.25, abs=5e-3)
-    # the same as a flat ring's 2(N-1)/N G (model.md s12)
+    # the same as a flat ring's 2(N-1)/N G (docs/model.md s12)
     G = 4 * SC.params
     assert b[IDX["adamw"]] == pytest.approx(2 * 7 / 8 * G, rel=1e-15)
 
 
 def test_times_to_target_at_100GbE():
-    # model.md s12: "top-k 0.93 s, AdamW 1.63 s (400 steps each), band on the GPU (C) 3.85 s
+    # docs/model.md s12: "top-k 0.93 s, AdamW 1.63 s (400 steps each), band on the GPU (C) 3.85 s
     # (2,667 steps), step 1.443 ms"
     t = np.asarray(time_to_target_s(SC, steps_to_target(SC)))
     printed(t[IDX["topk"]], 0.93, 2)
@@ -61,7 +61,7 @@ def test_times_to_target_at_100GbE():
 
 
 def test_pluggable_at_low_budget():
-    # model.md s12: "E at [low]: 33.348 ms a step, module compute 95.0% of it"
+    # docs/model.md s12: "E at [low]: 33.348 ms a step, module compute 95.0% of it"
     low = SC.replace(budget_FLOPs=SC.budget_low_FLOPs)
     printed(step_ms("band_pluggable", low), 33.348, 3)
     terms = step_terms_s(low)[IDX["band_pluggable"]]
@@ -69,13 +69,13 @@ def test_pluggable_at_low_budget():
 
 
 def test_switch_at_free_budget():
-    # model.md s12: "E' at [free]: 3.726 ms a step"
+    # docs/model.md s12: "E' at [free]: 3.726 ms a step"
     printed(step_ms("band_switch"), 3.726, 3)
 
 
 @pytest.mark.parametrize("budget, compute_ms", [(10e9, 31.667), (99e9, 3.199), (np.inf, 0.0)])
 def test_module_stages(budget, compute_ms):
-    # model.md s4: port 1.267 ms, optics 2.262 ms, compute 31.667 / 3.199 / 0 ms, fpga 0.792 ms
+    # docs/model.md s4: port 1.267 ms, optics 2.262 ms, compute 31.667 / 3.199 / 0 ms, fpga 0.792 ms
     port, optics, compute, fpga = np.asarray(module_stages_s(SC.replace(budget_FLOPs=budget))) * 1e3
     printed(port, 1.267, 3)
     printed(optics, 2.262, 3)
@@ -84,7 +84,7 @@ def test_module_stages(budget, compute_ms):
 
 
 def test_budget_break_even():
-    # model.md s4 and s12: "budget break-even 140.0 GFLOP/s", independent of P
+    # docs/model.md s4 and s12: "budget break-even 140.0 GFLOP/s", independent of P
     printed(float(budget_break_even_FLOPs(SC)) / 1e9, 140.0, 1)
     assert float(budget_break_even_FLOPs(SC.at_model_size(8.03e9))) == float(budget_break_even_FLOPs(SC))
     # at the break-even, compute and optics tie and the tie goes to optics (the earlier stage)

@@ -2,7 +2,7 @@
 
 References: the break-evens come from bandjax.break_even (closed forms); the intervals and the
 win probabilities from bandjax.uncertainty on the same seed; the weakest input from the
-scenario's own steps (model.md section 6: E' takes E's steps on the hypothesis basis, the exact
+scenario's own steps (docs/model.md section 6: E' takes E's steps on the hypothesis basis, the exact
 band's 2,667 on the exact basis).
 """
 

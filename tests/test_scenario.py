@@ -27,7 +27,7 @@ def test_edited_file_changes_the_result(tmp_path):
     text = (tmp_path / "s.toml").read_text().replace('wan = "12.5 GB/s"', 'wan = "400 Gb/s"')
     loaded = bandjax.load(write(tmp_path, text))
     assert loaded.wan_Bps == 50e9
-    # AdamW step at 50 GB/s WAN: c + 1.5 G/50e9 + G/50e9 + d (model.md s5), by hand
+    # AdamW step at 50 GB/s WAN: c + 1.5 G/50e9 + G/50e9 + d (docs/model.md s5), by hand
     G = 4 * 7_916_736
     expected = 0.4918e-3 + 1.5 * G / 50e9 + G / 50e9 + 0.0998e-3
     assert float(bandjax.step_s(loaded)[0]) == pytest.approx(expected, rel=1e-12)

@@ -61,10 +61,10 @@ def test_nan_with_status_where_no_time_exists():
     ds = bandjax.sweep(SC, enob=[8, 6, 7], basis=["hypothesis", "exact"], bandwidth=12.5)
     status = ds["status"]
     assert status.attrs["flag_meanings"] == "ok never_reaches_target not_measured"
-    # ENOB 6 was measured and never trains (model.md s6): E never, E' never on the hypothesis basis
+    # ENOB 6 was measured and never trains (docs/model.md s6): E never, E' never on the hypothesis basis
     assert int(status.sel(enob=6, basis="hypothesis", variant="band_pluggable")) == NEVER
     assert int(status.sel(enob=6, basis="hypothesis", variant="band_switch")) == NEVER
-    # on the exact basis E' takes max(E's, the exact band's) (amended model.md s6): never at 6,
+    # on the exact basis E' takes max(E's, the exact band's) (amended docs/model.md s6): never at 6,
     # 2,667 at 8, not available at 7
     assert int(status.sel(enob=6, basis="exact", variant="band_switch")) == NEVER
     assert int(status.sel(enob=7, basis="exact", variant="band_switch")) == NOT_MEASURED

@@ -56,7 +56,7 @@ def test_probability_a_wins_matches_the_roots(small):
 
 
 def test_exact_basis_steps_of_e_do_not_move_e_prime():
-    """On the exact basis E' takes the exact band's 2,667 steps (model.md section 6), not E's 1,800:
+    """On the exact basis E' takes the exact band's 2,667 steps (docs/model.md section 6), not E's 1,800:
     a spread on E's steps leaves its break-even with AdamW fixed."""
     r = U.propagate_break_even(REF, "E'", "adamw", {"steps.E": U.Normal(1800.0, 36.0)},
                                samples=1000, basis="exact")
@@ -156,7 +156,7 @@ def test_public_calls_take_samples_and_the_scenarios_own_inputs(tmp_path):
     ds = bandjax.sweep(sc, bandwidth=[1.0, 100.0], samples=300, seed=2)
     ref = U.propagate_sweep(sc, None, 300, 2, bandwidth=[1.0, 100.0])
     np.testing.assert_allclose(ds.time_to_target_s.values, ref.time_to_target_s.values, rtol=1e-12)
-    # E' follows E's sampled steps through its rule (hypothesis basis: E' takes E's, model.md
+    # E' follows E's sampled steps through its rule (hypothesis basis: E' takes E's, docs/model.md
     # section 6): with only E's seeds uncertain, E''s 5% and 95% times to target are its step
     # (bandjax.step_s) times E's fewest and most steps, 1,650 and 2,010.
     only = U.propagate_sweep(REF, {"steps.E": U.Seeds([1800, 1650, 2010])}, 300, 2, bandwidth=[100.0])

@@ -85,7 +85,7 @@ def test_a_tie_goes_to_the_first_in_variant_order():
 
 
 def test_no_variant_reaches_the_target():
-    # ENOB 6: E never reaches the target (model.md section 6)
+    # ENOB 6: E never reaches the target (docs/model.md section 6)
     m = bandjax.winner(bandwidth=[1.0, 10.0], enob=6, variant=["band_pluggable"])
     np.testing.assert_array_equal(m["winner"].values, -1)
     assert np.isnan(m["time_to_target_s"].values).all() and np.isnan(m["margin"].values).all()

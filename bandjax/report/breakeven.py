@@ -1,4 +1,4 @@
-"""Report section and ``bandjax breakeven``: where variants break even (model.md section 10).
+"""Report section and ``bandjax breakeven``: where variants break even (docs/model.md section 10).
 
 results.json gains
 

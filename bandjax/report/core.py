@@ -1,5 +1,5 @@
 """The report's core section: setup, step times and stages, times to target, hot spots, energy,
-model size and syncing every H steps (model.md sections 2 to 9)."""
+model size and syncing every H steps (docs/model.md sections 2 to 9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Report section and ``bandjax wan``: the step on a WAN shared with other jobs (model.md sections
+"""Report section and ``bandjax wan``: the step on a WAN shared with other jobs (docs/model.md sections
 11 and 13).
 
 The event engine (:mod:`events`) runs every variant at loads 0, 0.5 and 0.9 for several seeds, on
