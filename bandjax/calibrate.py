@@ -169,13 +169,16 @@ def read_rows(measurements) -> list[dict]:
 
 
 def _read_file(path: Path) -> list[dict]:
-    if not path.is_file():
-        raise CalibrationError(f"measurements file {str(path)!r} does not exist")
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise CalibrationError(f"measurements file {str(path)!r} is {size / 1e6:.1f} MB; allowed: at "
-                               f"most {MAX_FILE_BYTES / 1e6:.0f} MB")
-    text = path.read_text(encoding="utf-8")
+    from ._io import read_bounded_text
+
+    # one bounded reader for every file a user names: a device, a FIFO, a folder or a file over
+    # MAX_FILE_BYTES is refused before it is read, and a decode error names the file
+    try:
+        text = read_bounded_text(path, "measurements file", MAX_FILE_BYTES)
+    except FileNotFoundError:
+        raise CalibrationError(f"measurements file {str(path)!r} does not exist") from None
+    except (OSError, ValueError) as e:
+        raise CalibrationError(str(e)) from None
     if path.suffix.lower() == ".toml":
         import tomllib
 

@@ -335,3 +335,51 @@ def test_tally():
     """Printed with -s; fails if any case traced back or hung (they fail their own test too)."""
     print("\nhostile inputs:", dict(TALLY))
     assert TALLY["tracebacks"] == 0 and TALLY["hangs"] == 0
+
+
+# ------------------------------------------------------------------ calibrate and store inputs
+
+CELLS = st.one_of(st.sampled_from(["adamw", "E'", "zz", "", "nan", "inf", "-1", "1e999999",
+                                   "4.1 ms", "4.1 parsecs", "12.5 GB/s", "0", "1;2;x", '"']),
+                  st.floats(allow_nan=True, allow_infinity=True).map(repr),
+                  st.text(max_size=6))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_random_measurement_tables(tmp_path_factory, capsys, data):
+    """Random CSV tables of measurements through `bandjax calibrate`: a fit (0), fields the rows
+    cannot tell apart (1, said in a table), or one clear line (2); never a traceback or a hang."""
+    header = data.draw(st.lists(st.sampled_from(["variant", "step_ms", "step", "bandwidth",
+                                                 "budget", "model", "bogus", "workers_per_dc"]),
+                                min_size=1, max_size=4, unique=True))
+    rows = data.draw(st.lists(st.lists(CELLS, min_size=len(header), max_size=len(header)),
+                              max_size=4))
+    path = tmp_path_factory.mktemp("cal") / "runs.csv"
+    path.write_text("\n".join(",".join(r) for r in [header, *rows]) + "\n")
+    fit = data.draw(st.sampled_from([["d.adamw"], ["gpu"], ["nope"], ["d.adamw", "wan_Bps"]]))
+    TALLY["inputs"] += 1
+    with bounded():
+        rc = cli.main(["calibrate", str(path), "--fit", *fit])
+    err = capsys.readouterr().err
+    assert rc in (0, 1, 2), (rc, err)
+    assert "Traceback" not in err
+    if rc == 2:
+        TALLY["clear errors"] += 1
+        assert len([x for x in err.splitlines() if x.strip()]) == 1, err
+
+
+def test_calibrate_and_store_named_cases(tmp_path, capsys):
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    cases = [
+        (["calibrate", "/dev/zero", "--fit", "d.adamw"], "character device"),
+        (["calibrate", tmp_path, "--fit", "d.adamw"], "is a directory"),
+        (["calibrate", empty, "--fit", "d.adamw"], "calibrate: error"),
+        (["store", tmp_path / "s.zarr", "--points", "0"], "--points"),
+        (["store", tmp_path / "s.zarr", "--bandwidth", "10", "1"], "--bandwidth"),
+        (["store", "/dev/full", "--points", "10"], "/dev/full"),
+    ]
+    for argv, says in cases:
+        rc, err = run_main(argv, capsys)
+        assert rc == 2 and says in err, (argv, err)
