@@ -46,8 +46,10 @@ def _breakeven_cli(args) -> int:
     a, b, (lo, hi) = _check(args, sc)
     from .report import breakeven as rb
 
-    bases = [args.basis] if args.basis else (list(BASES) if "band_switch" in (a, b) else
-                                             ["hypothesis"])
+    from .variants import basis_dependent
+
+    bases = [args.basis] if args.basis else (
+        list(BASES) if set(basis_dependent(sc.variants)) & {a, b} else ["hypothesis"])
     show = {"bandwidth": rb.print_bandwidth, "budget": rb.print_budget,
             "enob": rb.print_enob}[args.over]
     for basis in bases:

@@ -61,7 +61,7 @@ def problems(quick: bool = False):
     fields = {k: _axis(v, i, ndim) for i, (k, v) in enumerate(dims.items())}
     grid = sc.at_model_size(fields.pop("params")).replace(**fields)
     pairs = [(a, b, basis) for a, b in itertools.combinations(variants.IDS, 2)
-             for basis in (bandjax.BASES if "band_switch" in (a, b) else ("hypothesis",))]
+             for basis in (bandjax.BASES if {a, b} & set(variants.basis_dependent()) else ("hypothesis",))]
     ia = np.array([variants.IDS.index(a) for a, _, _ in pairs])
     ib = np.array([variants.IDS.index(b) for _, b, _ in pairs])
     na = np.array([sc.steps.lookup(a, float(sc.enob), basis) for a, _, basis in pairs])

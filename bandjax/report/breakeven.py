@@ -325,17 +325,18 @@ def print_enob(sc, a, b, basis, lo, hi) -> None:
     hi = hi or be.BANDWIDTH_RANGE_GBps[1] * 1e9
     grid = sorted({*(g for g in ENOB_GRID_GBps if lo / 1e9 <= g <= hi / 1e9)})
     lowest = be.enob_break_even(sc, a, b, grid, basis=basis)
-    note = f"{basis} basis: {BASIS_NOTE[basis]}" if "band_switch" in (a, b) else BASIS_NOTE[None]
+    dependent = set(_v.basis_dependent(sc.variants)) & {a, b}
+    note = f"{basis} basis: {BASIS_NOTE[basis]}" if dependent else BASIS_NOTE[None]
     print(f"{sc.variant(a).short} ({a}) vs {sc.variant(b).short} ({b}), {note}")
-    print("  lowest measured ENOB at which it still wins (measured: "
-          f"{', '.join(str(e) for e in sc.steps.measured_enobs(sc.steps.hypothesis_from if a == 'band_switch' else a))}):")
+    measured = sc.steps.measured_enobs(a, sc.variants)
+    print(f"  lowest measured ENOB at which it still wins (measured: {', '.join(map(str, measured))}):")
     for g, e in zip(grid, lowest):
         print(f"  {g:>8g} GB/s = {8 * g:>6g} Gb/s: " + ("none" if np.isnan(e) else f"ENOB {e:g}"))
 
 
 def _header(sc, r: be.BreakEven, basis) -> None:
-    has_switch = "band_switch" in (r.a, r.b)
-    note = f"{basis} basis: {BASIS_NOTE[basis]}" if has_switch else BASIS_NOTE[None]
+    dependent = set(_v.basis_dependent(sc.variants)) & {r.a, r.b}
+    note = f"{basis} basis: {BASIS_NOTE[basis]}" if dependent else BASIS_NOTE[None]
     steps = f"steps to target {r.steps_a:g} vs {r.steps_b:g}"
     print(f"{sc.variant(r.a).short} ({r.a}) vs {sc.variant(r.b).short} ({r.b}), {note}; {steps}; "
           f"module budget [{_budget_label(sc)}]; d calibrated; target loss {sc.steps.target_loss:g}")
