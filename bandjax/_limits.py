@@ -35,6 +35,29 @@ MAX_RESULTS_BYTES = 200_000_000
 """A results.json read back by `bandjax explore --results` (a full report's is under 1 MB)."""
 
 
+# Closed-form sweeps (bandjax.sweep): what one materialising call may produce
+SWEEP_MEMORY_SHARE = 0.5
+"""Share of the memory available when a sweep starts that its outputs and the jitted pass's
+intermediates may take; past it the sweep is refused before compiling, pointing to the chunked
+store and the fused winner map."""
+
+MAX_ARRAY_ELEMENTS = 2**31 - 1
+"""Elements in one output array: XLA's CPU kernels index with 32-bit integers past which a call
+stalls rather than fails."""
+
+
+def available_memory_bytes() -> float:
+    """Memory the system can give without swapping (Linux ``MemAvailable``), or inf if unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return float("inf")
+
+
 def describe_bytes(n: float) -> str:
     """``n`` bytes with a binary prefix, for messages: 1.5 MiB."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):

@@ -8,6 +8,7 @@ coordinate values of the same shape reuse the compiled function.
 from __future__ import annotations
 
 import contextlib
+import math
 from functools import partial
 from typing import Sequence
 
@@ -130,7 +131,42 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
     g = parse(sc, bandwidth=bandwidth, enob=enob, budget=budget, variant=variant, model=model,
               gpu=gpu, dcs=dcs, topology=topology, workers_per_dc=workers_per_dc, H=H,
               basis=basis, **fields)
+    check_size(sc, g, names, dtype)
     return label(sc, g, evaluate_grid(sc, g, names, dtype), names)
+
+
+# Values a cell of each quantity holds per variant (the inner axis), for the memory estimate.
+_WIDTH = {"hot_spot": len(COMPONENTS), "energy_per_step_J": len(ENERGY_COLUMNS)}
+
+
+def check_size(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "float64") -> None:
+    """Refuse, before compiling, a sweep whose outputs would not fit in memory.
+
+    The jitted pass computes every variant of the registry and writes each requested quantity
+    (``hot_spot`` and ``energy_per_step_J`` with their inner axes), plus about as much again in
+    intermediates; that estimate must stay under :data:`bandjax._limits.SWEEP_MEMORY_SHARE` of the
+    memory available now, and no array may pass :data:`bandjax._limits.MAX_ARRAY_ELEMENTS`.
+    """
+    from ._limits import (MAX_ARRAY_ELEMENTS, SWEEP_MEMORY_SHARE, available_memory_bytes,
+                          describe_bytes)
+
+    cells = math.prod(g.shape) * len(sc.ids)
+    widths = [_WIDTH.get(q, 1) for q in names if q not in ("steps_to_target", "status")]
+    itemsize = 4 if dtype == "float32" else 8
+    need = 2 * cells * sum(widths, 1) * itemsize
+    largest = cells * max(widths, default=1)
+    avail = available_memory_bytes()
+    if largest > MAX_ARRAY_ELEMENTS or need > SWEEP_MEMORY_SHARE * avail:
+        shape = " x ".join(f"{a.name} {len(a.coords)}" for a in g.axes) or "one point"
+        raise ValueError(
+            f"sweep of {shape} x {len(sc.ids)} variants ({cells:.3g} cells) needs about "
+            f"{describe_bytes(need)} in memory"
+            + (f" and arrays of {largest:.3g} values (at most {MAX_ARRAY_ELEMENTS:.3g})"
+               if largest > MAX_ARRAY_ELEMENTS else
+               f"; {describe_bytes(avail)} is available and at most "
+               f"{SWEEP_MEMORY_SHARE:.0%} of it is used")
+            + ": write it to disk in chunks with bandjax.store.write(path, scenario, ...), ask who "
+              "wins with bandjax.winner(...) (no per-variant arrays), or ask for fewer quantities")
 
 
 @contextlib.contextmanager

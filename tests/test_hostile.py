@@ -383,3 +383,24 @@ def test_calibrate_and_store_named_cases(tmp_path, capsys):
     for argv, says in cases:
         rc, err = run_main(argv, capsys)
         assert rc == 2 and says in err, (argv, err)
+
+
+def test_sweep_larger_than_memory_is_refused_before_work(monkeypatch):
+    """1.8e9 grid points (reported to sit idle forever) and a grid over the memory available are
+    refused at once, pointing to the chunked store and the winner map."""
+    import time
+
+    import numpy as np
+
+    import bandjax
+    from bandjax import _limits
+
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"bandjax\.store\.write.*bandjax\.winner"):
+        bandjax.sweep(bandwidth=np.logspace(-1, 3, 100_000), budget=np.linspace(1, 200, 18_000))
+    assert time.perf_counter() - t0 < CASE_S
+    # 4,000 points x 6 variants x 23 values x 8 B x 2 = 8.42 MiB: over half of a 9.54 MiB machine
+    monkeypatch.setattr(_limits, "available_memory_bytes", lambda: 10e6)
+    with pytest.raises(ValueError, match=r"8\.42\d* MiB in memory; 9\.53\d* MiB is available"):
+        bandjax.sweep(bandwidth=np.logspace(-1, 3, 4_000))
+    assert bandjax.sweep(bandwidth=np.logspace(-1, 3, 4_000), quantities=["step_s"]).step_s.size == 24_000
