@@ -131,8 +131,28 @@ def winner(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budge
               basis=basis, **fields)
     if len(g.index) > 127:
         raise ValueError(f"variant: {len(g.index)} variants compete; at most 127 fit the int8 map")
+    _check_size(g)
     raw = winner_arrays(sc, g, dtype=dtype, chunk=chunk, chunk_dim=chunk_dim, threads=threads)
     return label_map(sc, g, raw)
+
+
+def _check_size(g) -> None:
+    """Refuse, before any work, a map whose arrays (two int8 and two float64 values a point, twice
+    over while a chunk is copied in) would not fit in memory: it belongs in a store."""
+    import math
+
+    from ._limits import (MAX_ARRAY_ELEMENTS, SWEEP_MEMORY_SHARE, available_memory_bytes,
+                          describe_bytes)
+
+    points = math.prod(g.shape)
+    need = 2 * points * (1 + 1 + 8 + 8)
+    avail = available_memory_bytes()
+    if points > MAX_ARRAY_ELEMENTS or need > SWEEP_MEMORY_SHARE * avail:
+        raise ValueError(f"winner map of {points:.3g} points needs about {describe_bytes(need)} in "
+                         f"memory ({describe_bytes(avail)} available, at most "
+                         f"{SWEEP_MEMORY_SHARE:.0%} used, at most {MAX_ARRAY_ELEMENTS:.3g} points): "
+                         "write it to disk in chunks with bandjax.store.write(path, scenario, "
+                         "of=\"winner\", ...)")
 
 
 def winner_arrays(sc: Scenario, g: Grid, *, dtype: str = "float64", chunk: int | None = None,

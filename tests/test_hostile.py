@@ -404,3 +404,17 @@ def test_sweep_larger_than_memory_is_refused_before_work(monkeypatch):
     with pytest.raises(ValueError, match=r"8\.42\d* MiB in memory; 9\.53\d* MiB is available"):
         bandjax.sweep(bandwidth=np.logspace(-1, 3, 4_000))
     assert bandjax.sweep(bandwidth=np.logspace(-1, 3, 4_000), quantities=["step_s"]).step_s.size == 24_000
+
+
+def test_winner_map_larger_than_memory_is_refused(monkeypatch):
+    import numpy as np
+
+    import bandjax
+    from bandjax import _limits
+
+    with pytest.raises(ValueError, match=r"of=\"winner\""):
+        bandjax.winner(bandwidth=np.logspace(-1, 3, 100_000), budget=np.linspace(1, 200, 30_000))
+    # 1,000 points x 18 B x 2 = 35.2 KiB: over half of a 50 kB machine
+    monkeypatch.setattr(_limits, "available_memory_bytes", lambda: 50e3)
+    with pytest.raises(ValueError, match=r"35\.16 KiB in memory"):
+        bandjax.winner(bandwidth=np.logspace(-1, 3, 1_000))
