@@ -121,7 +121,8 @@ def _words(view: _views.View, initial: dict) -> str:
 
 def _headline_html(results: dict) -> str:
     """The report's headline, the same sentences as results.md's, or a note that it is missing."""
-    lines = _headline.lines(results) if results.get(_headline.KEY) else []
+    # the sentences name variants by the report's own setup table
+    lines = _headline.lines(results) if results.get(_headline.KEY) and results.get("setup") else []
     if not lines:
         return ('<div id="headline" class="headline"><p class="missing"><b>Not available yet.</b> '
                 "The headline (results key headline).</p></div>")

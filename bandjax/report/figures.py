@@ -473,8 +473,7 @@ def cluster_break_even_panel(view: _views.View, sc: Scenario, topology: str,
         legend=alt.Legend(labelExpr=_label_expr(), labelLimit=360))
     dash = alt.StrokeDash("first:N", title="first variant", scale=alt.Scale(
         domain=firsts, range=[[1, 0], [6, 3], [2, 2], [8, 2, 2, 2]][:len(firsts)]),
-        legend=alt.Legend(symbolType="stroke", symbolStrokeColor="#333", symbolStrokeWidth=2,
-                          symbolSize=300, labelExpr=_label_expr(), labelLimit=360))
+        legend=alt.Legend(symbolStrokeColor="#333", labelExpr=_label_expr(), labelLimit=360))
     lines = alt.Chart(alt.NamedData(name="break_evens")).transform_filter(where).transform_calculate(
         line="datum.pair + ' ' + datum.root").mark_line(
         strokeWidth=2, point=alt.OverlayMarkDef(size=22)).encode(
