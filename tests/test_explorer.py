@@ -187,6 +187,35 @@ def test_energy_view_sums_to_the_sweep(ref_views):
     assert sum(r["kJ"] for r in hyp) == pytest.approx(total, rel=1e-6)
 
 
+def test_cluster_view_draws_the_sections_numbers(reference_report, sweeps):
+    sc = bj.reference()
+    r = reference_report[1]
+    v = {x.key: x for x in views.collect(sc, r, sweeps)}["cluster"]
+    cl = r["cluster"]
+    assert v.missing == []
+    # K = 2 is the study's cluster on either topology (model.md section 13): top-k 0.93 s at
+    # 12.5 GB/s (model.md section 12), stored once for both bases
+    at2 = [row for row in v.data["times"] if row["K"] == 2 and row["variant"] == "topk"]
+    assert [(row["topology"], row["basis"]) for row in at2] == [("ring", "*"), ("mesh", "*")]
+    assert [row["t_s"] for row in at2] == [pytest.approx(0.93, abs=0.005)] * 2
+    # only E' has times that depend on the basis (model.md section 6)
+    assert {row["variant"] for row in v.data["times"] if row["basis"] != "*"} == {"band_switch"}
+    # every crossing the section found is a point, and a ring marks each (K, topology, basis)
+    assert len(v.data["break_evens"]) == sum(len(cell) for e in cl["break_even_GBps"]
+                                             for by_k in e["GBps"] for cell in by_k) > 0
+    assert len(v.data["winners"]) == len(cl["dcs"]) * len(cl["topologies"]) * len(bj.BASES)
+    # the conclusions follow the basis control, not ENOB or budget (the section is at the
+    # scenario's), and every number in them has its unit
+    assert v.by_setting["6|low|exact"] == v.by_setting["8|free|exact"] != v.by_setting["8|free|hypothesis"]
+    for sentence in v.conclusion:
+        assert len(sentence) < 200 and (" s at K = " in sentence or " GB/s (" in sentence), sentence
+    # the table is the winners of results.md's, with the time in s
+    w = cl["winner"]["exact"][-1][1]  # the largest K, mesh
+    t = cl["time_to_target_s"]["exact"][w][-1][1]
+    assert v.table["columns"][4] == "mesh, exact"
+    assert v.table["rows"][-1][4] == f"{r['setup']['variants'][w]['short']} ({views.fmt_s(t)})"
+
+
 def test_views_with_every_section_present(sweeps):
     sc = bj.reference()
     vs = {v.key: v for v in views.collect(sc, fake_results(sc), sweeps)}
