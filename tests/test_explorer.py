@@ -19,7 +19,7 @@ from bandjax.report import explorer, views
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-SECTIONS = ("bandwidth", "stages", "breakeven", "shared_wan", "model", "sync_h", "energy")
+SECTIONS = ("bandwidth", "stages", "breakeven", "shared_wan", "model", "sync_h", "energy", "cluster")
 
 
 def fake_results(sc=None) -> dict:
@@ -68,8 +68,19 @@ def fake_results(sc=None) -> dict:
 
 
 @pytest.fixture(scope="module")
-def ref_views():
-    return {v.key: v for v in views.collect(bj.reference(), {})}
+def sweeps(reference_report):
+    """The reference report's one pass of the model (tests/conftest.py), shared by every view."""
+    return reference_report[3]
+
+
+@pytest.fixture(scope="module")
+def ref_views(sweeps):
+    return {v.key: v for v in views.collect(bj.reference(), {}, sweeps)}
+
+
+def full_results(sc, reference_results: dict) -> dict:
+    """fake_results with the reference report's setup, headline and cluster sections."""
+    return {**fake_results(sc), **{k: reference_results[k] for k in ("setup", "headline", "cluster")}}
 
 
 def _at(rows, vid, i, **sel):
@@ -143,6 +154,9 @@ def test_missing_sections_say_so_and_invent_nothing(ref_views):
     sw = ref_views["shared_wan"]
     assert sw.data == {} and sw.table is None and sw.conclusion == []
     assert "not available yet" in sw.missing[0]
+    cl = ref_views["cluster"]
+    assert cl.data == {} and cl.table is None and cl.conclusion == []
+    assert "results key cluster" in cl.missing[0]
     for key in ("stages", "model", "sync_h", "energy"):
         assert ref_views[key].missing == [] and ref_views[key].conclusion
 
@@ -173,9 +187,38 @@ def test_energy_view_sums_to_the_sweep(ref_views):
     assert sum(r["kJ"] for r in hyp) == pytest.approx(total, rel=1e-6)
 
 
-def test_views_with_every_section_present():
+def test_cluster_view_draws_the_sections_numbers(reference_report, sweeps):
     sc = bj.reference()
-    vs = {v.key: v for v in views.collect(sc, fake_results(sc))}
+    r = reference_report[1]
+    v = {x.key: x for x in views.collect(sc, r, sweeps)}["cluster"]
+    cl = r["cluster"]
+    assert v.missing == []
+    # K = 2 is the study's cluster on either topology (model.md section 13): top-k 0.93 s at
+    # 12.5 GB/s (model.md section 12), stored once for both bases
+    at2 = [row for row in v.data["times"] if row["K"] == 2 and row["variant"] == "topk"]
+    assert [(row["topology"], row["basis"]) for row in at2] == [("ring", "*"), ("mesh", "*")]
+    assert [row["t_s"] for row in at2] == [pytest.approx(0.93, abs=0.005)] * 2
+    # only E' has times that depend on the basis (model.md section 6)
+    assert {row["variant"] for row in v.data["times"] if row["basis"] != "*"} == {"band_switch"}
+    # every crossing the section found is a point, and a ring marks each (K, topology, basis)
+    assert len(v.data["break_evens"]) == sum(len(cell) for e in cl["break_even_GBps"]
+                                             for by_k in e["GBps"] for cell in by_k) > 0
+    assert len(v.data["winners"]) == len(cl["dcs"]) * len(cl["topologies"]) * len(bj.BASES)
+    # the conclusions follow the basis control, not ENOB or budget (the section is at the
+    # scenario's), and every number in them has its unit
+    assert v.by_setting["6|low|exact"] == v.by_setting["8|free|exact"] != v.by_setting["8|free|hypothesis"]
+    for sentence in v.conclusion:
+        assert len(sentence) < 200 and (" s at K = " in sentence or " GB/s (" in sentence), sentence
+    # the table is the winners of results.md's, with the time in s
+    w = cl["winner"]["exact"][-1][1]  # the largest K, mesh
+    t = cl["time_to_target_s"]["exact"][w][-1][1]
+    assert v.table["columns"][4] == "mesh, exact"
+    assert v.table["rows"][-1][4] == f"{r['setup']['variants'][w]['short']} ({views.fmt_s(t)})"
+
+
+def test_views_with_every_section_present(sweeps):
+    sc = bj.reference()
+    vs = {v.key: v for v in views.collect(sc, fake_results(sc), sweeps)}
     bw = vs["bandwidth"]
     assert bw.missing == [] and len(bw.data["dots"]) == 12
     assert "differ from the closed forms by at most 0 " in bw.conclusion[-1]
@@ -201,12 +244,12 @@ def test_views_with_every_section_present():
     assert "At load 0.6 the mean steps take AdamW 7.5 ms (1.84x load 0)" in sw.conclusion[0]
 
 
-def test_crossings_off_the_root_finders_settings_are_interpolated_on_the_curves():
+def test_crossings_off_the_root_finders_settings_are_interpolated_on_the_curves(sweeps):
     """Where the break-even section gave no crossing (another budget, another ENOB), the diamonds
     come from the ratio curves on the page; they agree with the root finder to the grid's
     interpolation error."""
     sc = bj.reference()
-    vs = {v.key: v for v in views.collect(sc, fake_results(sc))}
+    vs = {v.key: v for v in views.collect(sc, fake_results(sc), sweeps)}
     cross = vs["breakeven"].data["crossings"]
     high = [c for c in cross if c["pair"] == "E' / AdamW" and c["enob"] == "8" and c["budget"] == "high"
             and c["basis"] == "hypothesis"]
@@ -221,9 +264,9 @@ def test_crossings_off_the_root_finders_settings_are_interpolated_on_the_curves(
     assert vs["breakeven"].by_setting["6|free|exact"] != vs["breakeven"].by_setting["8|free|hypothesis"]
 
 
-def test_conclusions_follow_the_controls():
+def test_conclusions_follow_the_controls(sweeps):
     sc = bj.reference()
-    vs = {v.key: v for v in views.collect(sc, {})}
+    vs = {v.key: v for v in views.collect(sc, {}, sweeps)}
     bw = vs["bandwidth"]
     assert set(bw.by_setting) == {f"{e}|{b}|{s}" for e in ("8", "6") for b in ("free", "low", "high")
                                   for s in bj.BASES}
@@ -237,12 +280,12 @@ def test_conclusions_follow_the_controls():
     assert h["6|low|exact"] == h["8|free|hypothesis"]  # top-k and AdamW ignore the controls
 
 
-def test_dot_deviation_is_measured_not_assumed():
+def test_dot_deviation_is_measured_not_assumed(sweeps):
     sc = bj.reference()
     res = fake_results(sc)
     for p in res["shared_wan"]["load0_points"]:
         p["step_ms"] *= 1.01
-    bw = views.bandwidth_view(sc, res)
+    bw = views.bandwidth_view(sc, res, sweeps)
     assert re.search(r"at most 0\.01 \(relative\)", bw.conclusion[-1])
 
 
@@ -250,11 +293,12 @@ def test_dot_deviation_is_measured_not_assumed():
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory):
+def pages(tmp_path_factory, reference_report, sweeps):
     sc = bj.reference()
     out = tmp_path_factory.mktemp("explorer")
-    empty = explorer.write(out / "empty", sc, results={})
-    full = explorer.write(out / "full", sc, results=fake_results(sc))
+    empty = explorer.write(out / "empty", sc, results={}, sweeps=sweeps)
+    full = explorer.write(out / "full", sc, results=full_results(sc, reference_report[1]),
+                          sweeps=sweeps)
     return {"empty": empty, "full": full}
 
 
@@ -268,15 +312,21 @@ def test_page_is_self_contained_and_small(pages):
             assert f'<section id="{sec}">' in text
 
 
-def test_cli_writes_the_page(tmp_path, monkeypatch, capsys):
-    # The page must build from whatever sections the report has; none here.
+def test_cli_writes_the_page(tmp_path, monkeypatch, capsys, sweeps):
+    # The page must build from whatever sections the report has; none here (the one pass of
+    # the model is the session's: the page asks for it once)
     import bandjax.report as report
+    from bandjax.report import passes
 
     monkeypatch.setattr(report, "SECTIONS", ())
+    asked = []
+    monkeypatch.setattr(passes, "compute", lambda sc: asked.append(sc) or sweeps)
     assert cli.main(["explore", "--out", str(tmp_path)]) == 0
+    assert asked == [bj.reference()]
     page = tmp_path / "explorer.html"
     assert "wrote" in capsys.readouterr().out and page.stat().st_size > 1e5
-    assert page.read_text().count("Not available yet.") == 5
+    # break-evens (3 parts), shared WAN, load-0 dots, your cluster, the headline
+    assert page.read_text().count("Not available yet.") == 7
 
 
 def test_cli_rejects_a_bad_scenario(tmp_path, capsys):
@@ -351,7 +401,7 @@ def test_page_in_browser_offline(browser, pages, tmp_path):
                                                        "sync_h", "energy")}
         for cid, c in charts.items():
             assert c["w"] > 300 and c["h"] > 200 and c["marks"] >= 3, (cid, c)
-        assert page.locator("p.missing").count() == 5
+        assert page.locator("p.missing").count() == 7  # as in test_cli_writes_the_page
         # pressing play sweeps the bandwidth: the readout and the marker move
         before = page.inner_text("#readout-bandwidth")
         assert "Winner at 12.5 GB/s: top-k (0.925 s" in before
@@ -396,10 +446,15 @@ def test_page_in_browser_offline(browser, pages, tmp_path):
         page.close()
 
 
-def test_page_fits_a_narrow_window(browser, pages):
+def test_page_fits_a_narrow_window(browser, pages, tmp_path):
     page, log = _open(browser, pages["full"], width=800)
     try:
         assert page.evaluate("() => document.scrollingElement.scrollWidth <= window.innerWidth")
+        # the cluster's charts stack, each as wide as the section allows, none cut
+        for cid, c in _charts_render(page).items():
+            if cid.startswith("chart-cluster"):
+                assert 300 < c["w"] <= 800 and c["marks"] >= 15, (cid, c)
+        _artifact(tmp_path, page, "explorer-800.png")
         # every legend is inside its chart's box, not cut off at its right edge
         cut = page.evaluate("""() => [...document.querySelectorAll('div.chart')].flatMap(d => {
             const box = d.getBoundingClientRect();
@@ -411,19 +466,29 @@ def test_page_fits_a_narrow_window(browser, pages):
         page.close()
 
 
-def test_page_in_browser_with_every_section(browser, pages, tmp_path):
+def test_page_in_browser_with_every_section(browser, pages, tmp_path, reference_report):
     page, log = _open(browser, pages["full"])
     try:
         # the hollow load-0 circles have a legend
         assert "shared-WAN engine at load 0 (hollow circles)" in page.inner_text("#chart-bandwidth")
-        # diamonds at ENOB 6 too, where the root finder did not run: E' on the exact basis crosses
+        diamonds = ("() => document.querySelectorAll('#chart-breakeven g.mark-symbol.role-mark path')"
+                    ".length")
+        shown = "() => SPECS.breakeven.datasets.crossings.filter(matches)"
+        # ENOB 6: E never reaches the target, and E' never takes fewer steps than E on either
+        # basis (model.md section 6, amended: max(E's, the exact band's) on the exact basis), so
+        # no in-transit variant has a ratio there and no diamond is drawn
         page.select_option("#ctl-enob", "6")
         page.select_option("#ctl-basis", "exact")
         page.wait_for_timeout(200)
-        assert page.evaluate("() => document.querySelectorAll('#chart-breakeven g.mark-symbol.role-mark path')"
-                             ".length") >= 1
-        assert "break even at" in page.inner_text("#breakeven .conclusions")
+        assert page.evaluate(diamonds) == page.evaluate(shown + ".length") == 0
+        assert "No break-even in 0.1 to 1,000 GB/s" in page.inner_text("#breakeven .conclusions")
+        # diamonds where the root finder did not run: the break-even section gives E' / top-k on
+        # the hypothesis basis only, so on the exact basis its crossing comes from the curves
         page.select_option("#ctl-enob", "8")
+        page.wait_for_timeout(200)
+        assert page.evaluate(diamonds) == page.evaluate(shown + ".length") >= 1
+        assert page.evaluate(shown + ".every(c => c.source.startsWith('interpolated'))")
+        assert "E' and top-k break even at" in page.inner_text("#breakeven .conclusions")
         page.select_option("#ctl-basis", "hypothesis")
         page.wait_for_timeout(200)
         charts = _charts_render(page)
@@ -445,10 +510,51 @@ def test_page_in_browser_with_every_section(browser, pages, tmp_path):
         page.click("#play-trace")
         page.wait_for_function("() => !document.getElementById('readout-trace').textContent"
                                ".startsWith('t = 0 ms')", timeout=5_000)
+        _check_headline_and_cluster(page, full_results(bj.reference(), reference_report[1]))
         _artifact(tmp_path, page, "explorer-all-sections.png")
         assert log["errors"] == [] and log["requests"] == []
     finally:
         page.close()
+
+
+def _check_headline_and_cluster(page, results):
+    """The headline says what results.md says; the cluster section draws its four charts with
+    units, rings each K's winner, and its conclusions follow the basis control."""
+    from bandjax.report import headline
+
+    text = page.inner_text("#headline")
+    lines = headline.lines(results)
+    assert lines and all(line in text for line in lines)
+    cl = results["cluster"]
+    charts = _charts_render(page)
+    ids = [f"chart-cluster_{kind}_{t}" for kind in ("time", "break_even") for t in cl["topologies"]]
+    assert [c for c in charts if c.startswith("chart-cluster")] == ids
+    n = len(cl["dcs"])
+    for cid in ids:
+        # a line per variant or pair with a point at each K: at least one K's worth of marks
+        assert charts[cid]["w"] > 300 and charts[cid]["h"] > 200 and charts[cid]["marks"] >= n, (cid, charts[cid])
+    svg = page.inner_text("#chart-cluster_time_ring") + page.inner_text("#chart-cluster_break_even_mesh")
+    for words in ("data centres K", "time to target (s, log)", "(GB/s, log)",
+                  "fastest to target at this K", "scenario: 12.5 GB/s"):
+        assert words in svg, words
+    # one ring per K and topology: the winners the section reports, on the basis shown
+    basis = page.evaluate("() => STATE.basis")
+    rings = page.evaluate("() => SPECS.cluster_time_ring.datasets.winners.filter("
+                          "r => r.basis === STATE.basis && r.topology === 'ring').map(r => r.short)")
+    assert rings == [_short(results, cl["winner"][basis][i][0]) for i in range(n)]
+    # the conclusions follow the basis: E' vs AdamW's break-even at the smallest K on each basis
+    for basis in bj.BASES:
+        page.select_option("#ctl-basis", basis)
+        page.wait_for_timeout(200)
+        e = next(e for e in cl["break_even_GBps"] if (e["a"], e["b"], e["basis"]) ==
+                 ("band_switch", "adamw", basis))
+        assert views.fmt_GBps(e["GBps"][0][0][0]) in page.inner_text("#cluster .conclusions")
+    page.select_option("#ctl-basis", "hypothesis")
+    page.wait_for_timeout(200)
+
+
+def _short(results, vid):
+    return results["setup"]["variants"][vid]["short"]
 
 
 def test_grid_and_formatting():
@@ -460,13 +566,12 @@ def test_grid_and_formatting():
     assert views.count(8.03e9) == "8.03 B"
 
 
-def test_breakeven_view_with_the_sections_results():
-    """Crossings, the ENOB table and the sensitivities from the break-even section's own output."""
-    from bandjax.report import breakeven as be_section
-
+def test_breakeven_view_with_the_sections_results(reference_report, sweeps):
+    """Crossings, the ENOB table and the sensitivities from the break-even section's own output
+    (in the session's reference report)."""
     sc = bj.reference()
-    results = be_section.build(sc, {})
-    bw = views.bandwidth_view(sc, {})
+    results = reference_report[1]
+    bw = views.bandwidth_view(sc, {}, sweeps)
     be = views.breakeven_view(sc, results, bw)
     # E' vs AdamW: the root finder's crossing on each basis, at [free], ENOB 8
     free = [c for c in be.data["crossings"] if c["pair"] == "E' / AdamW" and c["budget"] == "free"
@@ -500,17 +605,22 @@ def test_breakeven_view_with_the_sections_results():
     assert any("optics sample rate moves" in c and "of them most" in c for c in be.conclusion)
 
 
-def test_explore_reuses_a_report_for_the_same_scenario_only(tmp_path, capsys):
-    from bandjax import report
+def test_explore_reuses_a_report_for_the_same_scenario_only(tmp_path, capsys, monkeypatch,
+                                                          reference_report, sweeps):
     from bandjax.cli import main
+    from bandjax.report import passes
 
-    report.write(tmp_path / "rep", bj.reference())
+    shutil.copytree(reference_report[0], tmp_path / "rep")  # a report as `bandjax report` writes it
     results = tmp_path / "rep" / "results.json"
+    asked = []  # the page's one pass of the model: the session's, for the same scenario
+    monkeypatch.setattr(passes, "compute", lambda sc: asked.append(sc) or sweeps)
     assert main(["explore", "--out", str(tmp_path / "x"), "--results", str(results)]) == 0
+    assert asked == [bj.reference()]
     html = (tmp_path / "x" / "explorer.html").read_text()
-    # the report's shared-WAN runs and break-evens reached the page
+    # the report's shared-WAN runs, break-evens, headline and cluster reached the page
     assert "The shared-WAN engine's results: not available yet" not in html
     assert "not available yet (results key break_even_GBps)" not in html
+    assert "Not available yet." not in html and '<div id="headline" class="headline"><h2>' in html
     other = tmp_path / "other.toml"
     bj.save(bj.reference().replace(wan_Bps=50e9), other)
     assert main(["explore", "--out", str(tmp_path / "y"), "--results", str(results),

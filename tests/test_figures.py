@@ -12,33 +12,14 @@ import bandjax as bj
 import bandjax.report as report
 from bandjax.report import figures
 
-from test_explorer import fake_results
-
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-class _Fake:
-    """A report section that returns the break-even and shared-WAN results (tests only)."""
-
-    @staticmethod
-    def build(scenario, ctx):
-        return fake_results(scenario)
-
-    @staticmethod
-    def markdown(results):
-        return ""
-
-
 @pytest.fixture(scope="module")
-def written(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setattr(report, "SECTIONS", (_Fake, figures))
-    out = tmp_path_factory.mktemp("report")
-    try:
-        paths = report.write(out, bj.reference())
-    finally:
-        mp.undo()
-    return out, paths
+def written(reference_report):
+    """The session's reference report (tests/conftest.py): its folder and the results.md path."""
+    out = reference_report[0]
+    return out, {"md": out / "results.md"}
 
 
 def test_section_is_last():
@@ -50,7 +31,7 @@ def test_figures_written_whole(written):
     results = json.loads((out / "results.json").read_text())
     ids = [e["id"] for e in results["figures"]]
     assert ids == ["bandwidth", "stages", "breakeven", "shared_wan_steps",
-                   "shared_wan_trace", "model", "sync_h", "energy"]
+                   "shared_wan_trace", "model", "sync_h", "energy", "cluster"]
     for e in results["figures"]:
         svg = (out / e["svg"]).read_text()
         png = (out / e["png"]).read_bytes()
@@ -66,6 +47,11 @@ def test_figures_carry_axis_titles_with_units(written):
     assert "hypothesis basis" in svg and "exact basis" in svg
     stages = (out / "figures" / "stages.svg").read_text()
     assert "140.0 GFLOP/s:" in stages and "module compute budget (GFLOP/s, log)" in stages
+    cluster = (out / "figures" / "cluster.svg").read_text()
+    for words in ("data centres K", "time to target (s, log)",
+                  "break-even WAN bandwidth per link (GB/s, log)", "ring: time to target against K",
+                  "mesh: break-evens against K", "fastest to target at this K", "hypothesis basis"):
+        assert words in cluster, words
 
 
 def test_markdown_embeds_every_figure(written):
@@ -75,7 +61,7 @@ def test_markdown_embeds_every_figure(written):
     for e in results["figures"]:
         assert f"]({e['svg']})" in md
     assert "## Figures" in md
-    assert "Not available yet" not in md  # every section's data was given
+    assert "Not available yet" not in md  # the reference report has every section's data
     assert re.search(r"compute binds below 140\.0 GFLOP/s", md)
 
 
@@ -84,12 +70,15 @@ def test_without_an_output_folder_there_are_no_figures():
     assert figures.markdown({"figures": []}) == ""
 
 
-def test_missing_results_are_named_in_the_markdown(tmp_path):
-    ctx = {"out": tmp_path, "results": {}}
+def test_missing_results_are_named_in_the_markdown(tmp_path, reference_report):
+    ctx = {"out": tmp_path, "results": {}, "sweeps": reference_report[3]}
     res = report._json_ready(figures.build(bj.reference(), ctx))
     md = figures.markdown(res)
-    assert md.count("*Not available yet:*") == 5
-    assert "shared_wan_trace" not in [e["id"] for e in res["figures"]]
+    # break-evens (3 parts), shared WAN, load-0 dots, your cluster
+    assert md.count("*Not available yet:*") == 6
+    assert "results key cluster" in md
+    ids = [e["id"] for e in res["figures"]]
+    assert "shared_wan_trace" not in ids and "cluster" not in ids
 
 
 def test_variant_colours_follow_the_registry():

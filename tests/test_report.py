@@ -12,8 +12,8 @@ IDS = bandjax.variants.IDS
 
 
 @pytest.fixture(scope="module")
-def results():
-    return report.build(bandjax.reference())
+def results(reference_report):
+    return reference_report[1]
 
 
 def test_documented_keys(results):
@@ -70,8 +70,9 @@ def test_markdown_names_units_and_assumptions(results):
     assert "4.075" in md  # the AdamW step of model.md s12, rendered from the results
 
 
-def test_write_is_whole_or_nothing(tmp_path, monkeypatch):
+def test_write_is_whole_or_nothing(tmp_path, monkeypatch, results):
     out = tmp_path / "rep"
+    monkeypatch.setattr(report, "build", lambda scenario=None, ctx=None: results)
 
     def broken(results):
         raise RuntimeError("disk on fire")
@@ -83,12 +84,21 @@ def test_write_is_whole_or_nothing(tmp_path, monkeypatch):
     assert list(out.glob("*.part")) == []
 
 
-def test_cli_report(tmp_path, capsys):
+def test_cli_report(tmp_path, capsys, monkeypatch, results):
+    """The command writes the report it builds and prints its headline; the build itself is the
+    session's reference report (tests/conftest.py), written by the same `report.write`."""
+    from bandjax.report import headline
+
+    built = []
+    monkeypatch.setattr(report, "build", lambda scenario=None, ctx=None: built.append(scenario) or results)
     assert main(["report", "--out", str(tmp_path)]) == 0
+    assert len(built) == 1 and built[0] == bandjax.reference()
     r = json.loads((tmp_path / "results.json").read_text())
     assert r["schema_version"] == report.SCHEMA_VERSION
-    assert r["step_ms"]["adamw"]["free"] == pytest.approx(4.075, abs=5e-4)
+    assert r["step_ms"]["adamw"]["free"] == pytest.approx(4.075, abs=5e-4)  # model.md s12
     assert (tmp_path / "results.md").read_text().startswith("# When does")
+    out = capsys.readouterr().out
+    assert all(line in out for line in headline.lines(results)) and headline.lines(results)
 
 
 def test_written_files_have_ordinary_permissions(tmp_path):

@@ -71,8 +71,20 @@ def test_markdown_and_page_agree(reference_report):
                 shown = f"{t:.3g} s" if t < 1000 else f"{t:,.0f} s"
                 assert shown in page, (preset, basis, vid, shown)
     # the headline is the same sentences on both
-    for line in results["headline"] and __import__("bandjax.report.headline").report.headline.lines(results):
-        assert line in md
+    import html
+
+    from bandjax.report import headline
+
+    lines = headline.lines(results)
+    assert lines
+    for line in lines:
+        assert line in md and html.escape(line) in page
+    # so are the cluster's winners: results.md's table cell and the page's table cell
+    cl = results["cluster"]
+    short = {vid: v["short"] for vid, v in results["setup"]["variants"].items()}
+    w = cl["winner"]["hypothesis"][-1][0]
+    t = cl["time_to_target_s"]["hypothesis"][w][-1][0]
+    assert f"{short[w]} ({t:.3g} s)" in md and html.escape(f"{short[w]} ({t:.3g} s)") in page
 
 
 def test_headline_and_cluster_from_the_numbers(reference_report):

@@ -1,7 +1,7 @@
 """The explorer page: one self-contained ``explorer.html`` that opens from disk with no network.
 
-Seven sections (bandwidth, module stages, break-evens, shared WAN, model size, syncing every H
-steps, energy), each a chart from :mod:`bandjax.report.figures` in its interactive form, a
+The report's headline at the top, then eight sections (bandwidth, module stages, break-evens,
+shared WAN, model size, syncing every H steps, energy, your cluster), each a chart from :mod:`bandjax.report.figures` in its interactive form, a
 conclusion written from the numbers, its assumptions, and a plain note for any part whose data is
 not available yet. Vega, Vega-Lite and vega-embed are inlined from vl-convert's bundle; the page
 loads nothing else (no script, font or style from the network).
@@ -21,6 +21,7 @@ from .. import variants as _v
 from .._io import atomic_write_text
 from ..scenario import Scenario, reference
 from . import figures as _figures
+from . import headline as _headline
 from . import views as _views
 
 PAGE = "explorer.html"
@@ -118,6 +119,17 @@ def _words(view: _views.View, initial: dict) -> str:
     return "\n".join(out)
 
 
+def _headline_html(results: dict) -> str:
+    """The report's headline, the same sentences as results.md's, or a note that it is missing."""
+    # the sentences name variants by the report's own setup table
+    lines = _headline.lines(results) if results.get(_headline.KEY) and results.get("setup") else []
+    if not lines:
+        return ('<div id="headline" class="headline"><p class="missing"><b>Not available yet.</b> '
+                "The headline (results key headline).</p></div>")
+    items = "".join(f"<li>{html.escape(s)}</li>" for s in lines)
+    return f'<div id="headline" class="headline"><h2>Headline</h2><ul>{items}</ul></div>'
+
+
 def _scenario_line(sc: Scenario) -> str:
     n = int(float(sc.workers_per_dc))
     return (f"Scenario: {_views.count(float(sc.params))} parameters (dense delta "
@@ -161,6 +173,12 @@ section { background:#fff; border:1px solid var(--line); border-radius:6px; padd
           margin:18px 0; }
 section h2 { font-size:18px; margin:2px 0 10px; }
 .chart { overflow-x:auto; min-height:60px; }
+.chart-grid { display:grid; grid-template-columns:repeat(auto-fit, minmax(min(420px, 100%), 1fr)); gap:10px 28px; }
+.chart-grid > .chart { min-width:0; }
+.headline { background:#fff; border:1px solid var(--line); border-left:4px solid var(--accent);
+            border-radius:6px; padding:10px 20px; margin:18px 0 8px; }
+.headline h2 { font-size:18px; margin:2px 0 6px; }
+.headline ul { margin:0; padding-left:20px; }
 /* vega-embed makes its element inline-block; a chart of width "container" needs a block */
 .chart.vega-embed { display:block; width:100%; }
 .player { display:flex; align-items:center; gap:12px; margin:4px 0 8px; }
@@ -326,9 +344,11 @@ def page(scenario: Scenario | None = None, results: dict | None = None, sweeps=N
             page_data["trace_n"] = view.data["trace_meta"]["n"]
             body.append('<div class="player"><button id="play-trace" type="button">&#9654; Play'
                         '</button><span id="readout-trace" class="readout"></span></div>')
-        for cid, (key, _, _) in charts.items():
-            if key == view.key:
-                body.append(f'<div id="chart-{cid}" class="chart"></div>')
+        divs = [f'<div id="chart-{cid}" class="chart"></div>' for cid, (key, _, _) in charts.items()
+                if key == view.key]
+        if view.key == "cluster" and divs:  # side by side where the window is wide enough
+            divs = [f'<div class="chart-grid">{"".join(divs)}</div>']
+        body += divs
         if view.key == "bandwidth":
             body.append('<div id="readout-bandwidth" class="readout"></div>')
         body.append(_table(view.table))
@@ -344,6 +364,7 @@ def page(scenario: Scenario | None = None, results: dict | None = None, sweeps=N
         sections.append(f'<section id="{view.key}"><h2>{n}. {html.escape(view.title)}</h2>\n'
                         + "\n".join(b for b in body if b) + "</section>")
     key = "; ".join(html.escape(_views.legend_name(v)) for v in sc.variants)
+    headline = _headline_html(results)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -359,6 +380,7 @@ def page(scenario: Scenario | None = None, results: dict | None = None, sweeps=N
 </header>
 <main>
 <p id="load-error"></p>
+{headline}
 <p class="key">Variants: {key}.</p>
 {chr(10).join(sections)}
 </main>

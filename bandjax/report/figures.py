@@ -125,10 +125,11 @@ def _log_x(title, domain=None):
                  axis=alt.Axis(format="~g", grid=True))
 
 
-def _finish(chart, title: str | None = None):
+def _finish(chart, title: str | None = None, legend: str = "right"):
     # legends' place is set here only, so the page can move them below a narrow chart
     chart = chart.configure_axis(labelFontSize=13, titleFontSize=14).configure_legend(
-        labelFontSize=13, titleFontSize=13, orient="right").configure_header(labelFontSize=13).configure_title(fontSize=15, anchor="start")
+        labelFontSize=13, titleFontSize=13, orient=legend,
+        **({"direction": "vertical"} if legend == "bottom" else {})).configure_header(labelFontSize=13).configure_title(fontSize=15, anchor="start")
     if title:
         chart = chart.properties(title=title)
     return chart
@@ -307,7 +308,7 @@ def shared_wan_charts(view: _views.View, sc: Scenario, interactive: bool = False
         if any(r.get("lo_ms") is not None for r in d["steps"]):
             layers.append(base.mark_errorbar(ticks=alt.MarkConfig(size=10, strokeWidth=2),
                                              rule=alt.MarkConfig(strokeWidth=2.5)).encode(
-                x=x, y=alt.Y("lo_ms:Q", title="mean step time (ms, log)"), y2="hi_ms:Q",
+                x=x, y=alt.Y("lo_drawn_ms:Q", title="mean step time (ms, log)"), y2="hi_ms:Q",
                 color=_variant_color()))
         if len(kinds) > 1:
             approx = base.transform_calculate(kind=f"'{APPROX_LEGEND}'")
@@ -413,6 +414,107 @@ def energy_chart(view: _views.View, sc: Scenario, interactive: bool = False):
     return _finish(chart), {"per_step": view.data["per_step"], "to_target": view.data["to_target"]}
 
 
+# ------------------------------------------------------------------------------ 8. your cluster
+
+WINNER_LEGEND = "fastest to target at this K"
+
+
+def _basis_filter(sel: dict) -> str:
+    return f"(datum.basis === '*' || datum.basis === {sel['basis']})"
+
+
+def _k_axis(dcs):
+    return alt.X("K:Q", title="data centres K", scale=alt.Scale(domain=[dcs[0], dcs[-1]], nice=False),
+                 axis=alt.Axis(format="d", tickMinStep=1, grid=True))
+
+
+def cluster_time_panel(view: _views.View, sc: Scenario, topology: str, interactive: bool = False):
+    """Time to target of each variant against K on one WAN topology; the winner at each K ringed."""
+    d = view.data
+    sel = _sel(sc, interactive)
+    where = f"datum.topology === {json.dumps(topology)} && {_basis_filter(sel)}"
+    x = _k_axis(d["dcs"])
+    y = alt.Y("t_s:Q", title="time to target (s, log)", axis=alt.Axis(format="~g"),
+              scale=alt.Scale(type="log", padding=PADDING_PX, nice=False))
+    tooltip = [alt.Tooltip("short:N", title="variant"), alt.Tooltip("K:Q", title="K"),
+               alt.Tooltip("t_s:Q", title="time to target (s)", format=".3g")]
+    lines = alt.Chart(alt.NamedData(name="times")).transform_filter(where).mark_line(
+        strokeWidth=2, point=alt.OverlayMarkDef(size=18)).encode(
+        x=x, y=y, color=_variant_color(), tooltip=tooltip)
+    ring = alt.Chart(alt.NamedData(name="winners")).transform_filter(where).transform_calculate(
+        mark=f"'{WINNER_LEGEND}'").mark_point(size=170, filled=False, strokeWidth=2.5, opacity=1).encode(
+        x=x, y=y, color=alt.value("#222"),
+        shape=alt.Shape("mark:N", title="winner", scale=alt.Scale(domain=[WINNER_LEGEND],
+                                                                  range=["circle"]),
+                        legend=alt.Legend(symbolFillColor="transparent", symbolStrokeColor="#222",
+                                          symbolStrokeWidth=2, labelLimit=360)),
+        tooltip=[alt.Tooltip("short:N", title="fastest"), alt.Tooltip("K:Q", title="K"),
+                 alt.Tooltip("t_s:Q", title="time to target (s)", format=".3g")])
+    return alt.layer(lines, ring).properties(
+        width="container" if interactive else WIDTH - 160, height=HEIGHT - 40,
+        title=f"{topology}: time to target against K")
+
+
+def cluster_break_even_panel(view: _views.View, sc: Scenario, topology: str,
+                             interactive: bool = False):
+    """The compared pairs' bandwidth break-evens against K on one WAN topology, beside the
+    scenario's WAN bandwidth."""
+    d = view.data
+    sel = _sel(sc, interactive)
+    where = f"datum.topology === {json.dumps(topology)} && {_basis_filter(sel)}"
+    x = _k_axis(d["dcs"])
+    y = alt.Y("GBps:Q", title="break-even WAN bandwidth per link (GB/s, log)",
+              axis=alt.Axis(format="~g"), scale=alt.Scale(type="log", padding=PADDING_PX, nice=False))
+    colors = variant_colors()
+    seconds = [v for v in colors if any(r["second"] == v for r in d["break_evens"])]
+    firsts = list(dict.fromkeys(r["first"] for r in d["break_evens"]))
+    color = alt.Color("second:N", title="second variant", scale=alt.Scale(
+        domain=seconds, range=[colors[v] for v in seconds]),
+        legend=alt.Legend(labelExpr=_label_expr(), labelLimit=360))
+    dash = alt.StrokeDash("first:N", title="first variant", scale=alt.Scale(
+        domain=firsts, range=[[1, 0], [6, 3], [2, 2], [8, 2, 2, 2]][:len(firsts)]),
+        legend=alt.Legend(symbolStrokeColor="#333", labelExpr=_label_expr(), labelLimit=360))
+    lines = alt.Chart(alt.NamedData(name="break_evens")).transform_filter(where).transform_calculate(
+        line="datum.pair + ' ' + datum.root").mark_line(
+        strokeWidth=2, point=alt.OverlayMarkDef(size=22)).encode(
+        x=x, y=y, color=color, strokeDash=dash, detail="line:N",
+        tooltip=["pair:N", alt.Tooltip("K:Q", title="K"),
+                 alt.Tooltip("GBps:Q", title="break-even (GB/s)", format=".3g")])
+    wan = alt.Chart(alt.NamedData(name="scenario"))
+    layers = [wan.mark_rule(strokeDash=[4, 4], color="#666").encode(y=alt.Y("GBps:Q")),
+              wan.mark_text(align="left", dx=4, dy=-3, baseline="bottom", color="#444",
+                            fontSize=11).encode(y=alt.Y("GBps:Q"), x=alt.value(0), text="label:N"),
+              lines]
+    return alt.layer(*layers).properties(
+        width="container" if interactive else WIDTH - 160, height=HEIGHT - 40,
+        title=f"{topology}: break-evens against K")
+
+
+def cluster_charts(view: _views.View, sc: Scenario, interactive: bool = False) -> dict:
+    """On the page, one chart per topology and kind (they wrap on a narrow screen); as a figure,
+    all four in one, on the hypothesis basis."""
+    d = view.data
+    if not d.get("times"):
+        return {}
+    data = {"times": d["times"], "winners": d["winners"], "break_evens": d["break_evens"],
+            "scenario": [{"GBps": _views._num(d["wan_GBps"]),
+                          "label": f"scenario: {_views.g3(d['wan_GBps'])} GB/s"}]}
+    kinds = [("time", cluster_time_panel)]
+    if d["break_evens"]:
+        kinds.append(("break_even", cluster_break_even_panel))
+    if interactive:
+        # the basis only: the section is at the scenario's ENOB and budget
+        params = [p for p in _params(True, sc) if p.name == "basis"]
+        return {f"cluster_{kind}_{t}": (_finish(build(view, sc, t, True).add_params(*params),
+                                                legend="bottom"), data)
+                for kind, build in kinds for t in d["topologies"]}
+    rows = [alt.hconcat(*(build(view, sc, t) for t in d["topologies"]), spacing=30)
+            for _, build in kinds]
+    chart = alt.vconcat(*rows, spacing=24).properties(
+        title=f"Your cluster at {_views.fmt_GBps(d['wan_GBps'])}, {BASES[0]} basis")
+    return {"cluster": (_finish(chart), data)}
+
+
 # ------------------------------------------------------------------------------ all charts
 
 
@@ -434,6 +536,9 @@ def _charts(views, sc, interactive):
         if v.key == "shared_wan":
             for name, (chart, data) in shared_wan_charts(by["shared_wan"], sc, interactive).items():
                 out[f"shared_wan_{name}"] = (v.key, chart, data)
+        if v.key == "cluster":
+            for cid, (chart, data) in cluster_charts(v, sc, interactive).items():
+                out[cid] = (v.key, chart, data)
     return out
 
 

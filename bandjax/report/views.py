@@ -741,6 +741,12 @@ def shared_wan_view(sc: Scenario, results: dict) -> View:
             if vid in approx and approx[vid][j] is not None:
                 r["approx_ms"] = _num(approx[vid][j])
             rows.append(r)
+    # A 95% interval over few seeds can reach below zero; the log axis cannot draw that, so such
+    # a bar is drawn from the smallest step on the chart (the tooltip and table keep the bound).
+    floor = min((r[k] for r in rows for k in ("step_ms", "lo_ms", "approx_ms")
+                 if r.get(k) is not None and r[k] > 0), default=None)
+    for r in rows:
+        r["lo_drawn_ms"] = r["lo_ms"] if r["lo_ms"] is None or r["lo_ms"] > 0 else floor
     for j, load in enumerate(loads):
         cells = [f"{float(load):g}"]
         for vid in [v for v in sc.ids if v in step]:
@@ -806,7 +812,8 @@ def shared_wan_view(sc: Scenario, results: dict) -> View:
         view.assumptions.append(
             "Dashed lines: the queueing approximation of the mean step"
             + (f" (stated accuracy {float(acc):.0%})" if isinstance(acc, (int, float)) else "")
-            + "; solid lines with points: the engine's mean, error bars its 95% interval.")
+            + "; solid lines with points: the engine's mean, error bars its 95% interval (one that "
+            "reaches below zero is drawn from the chart's smallest step).")
     return view
 
 
@@ -961,6 +968,131 @@ def energy_view(sc: Scenario, results: dict, sw: Sweeps) -> View:
     return view
 
 
+# ------------------------------------------------------------------------------ 8. your cluster
+
+
+def _cluster_rows(sc: Scenario, cl: dict) -> tuple[list[dict], list[dict]]:
+    """Time to target of each variant against K (rows of the chart; a variant whose times do not
+    depend on the basis is stored once, as "*") and the winner at each (K, topology, basis)."""
+    times, winners = [], []
+    for vid in [v for v in sc.ids if v in cl["time_to_target_s"][BASES[0]]]:
+        by = [cl["time_to_target_s"][b][vid] for b in BASES]
+        bases = [ANY] if all(t == by[0] for t in by) else list(BASES)
+        for basis, t in zip(bases, by):
+            for i, k in enumerate(cl["dcs"]):
+                for j, topo in enumerate(cl["topologies"]):
+                    times.append({"variant": vid, "short": short(vid), "K": k, "topology": topo,
+                                  "basis": basis, "t_s": _num(t[i][j]) if t[i][j] is not None else None})
+    for basis in BASES:
+        for i, k in enumerate(cl["dcs"]):
+            for j, topo in enumerate(cl["topologies"]):
+                w = cl["winner"][basis][i][j]
+                if w is not None:
+                    winners.append({"variant": w, "short": short(w), "K": k, "topology": topo,
+                                    "basis": basis, "t_s": _num(cl["time_to_target_s"][basis][w][i][j])})
+    return times, winners
+
+
+def _cluster_break_even_rows(cl: dict) -> list[dict]:
+    """Each compared pair's break-evens (GB/s) against K; a pair the report compares on the
+    hypothesis basis only (its steps do not depend on the basis) holds "*"."""
+    both = {(e["a"], e["b"]) for e in cl["break_even_GBps"] if e["basis"] == BASES[1]}
+    rows = []
+    for e in cl["break_even_GBps"]:
+        basis = e["basis"] if (e["a"], e["b"]) in both else ANY
+        for i, k in enumerate(cl["dcs"]):
+            for j, topo in enumerate(cl["topologies"]):
+                for n, g in enumerate(e["GBps"][i][j]):
+                    rows.append({"pair": f"{short(e['a'])} / {short(e['b'])}", "first": short(e["a"]),
+                                 "second": short(e["b"]), "basis": basis, "K": k, "topology": topo,
+                                 "root": n, "GBps": _num(g)})
+    return rows
+
+
+def _cluster_entries(cl: dict, basis: str) -> list[dict]:
+    """The cluster's break-even entries that hold on ``basis``: a pair's entry on that basis, or
+    its only one where the report compares it on one basis (its steps do not depend on it)."""
+    both = {(e["a"], e["b"]) for e in cl["break_even_GBps"] if e["basis"] == BASES[1]}
+    return [e for e in cl["break_even_GBps"]
+            if e["basis"] == basis or ((e["a"], e["b"]) not in both and e["basis"] == BASES[0])]
+
+
+def _cluster_words(cl: dict, basis: str) -> list[str]:
+    """On one basis, per topology: who reaches the target first along K, then how each compared
+    pair's break-even against those winners moves from the smallest K to the largest."""
+    words = []
+    k0, k1 = cl["dcs"][0], cl["dcs"][-1]
+    for j, topo in enumerate(cl["topologies"]):
+        winners = [cl["winner"][basis][i][j] for i in range(len(cl["dcs"]))]
+        runs: list[list] = []
+        for w, k in zip(winners, cl["dcs"]):
+            if runs and runs[-1][0] == w:
+                runs[-1][2] = k
+            else:
+                runs.append([w, k, k])
+        t0, t1 = (cl["time_to_target_s"][basis][w][i][j] if w else None
+                  for w, i in ((winners[0], 0), (winners[-1], -1)))
+        times = f" ({fmt_s(t0)} at K = {k0}, {fmt_s(t1)} at K = {k1})" if t0 and t1 else ""
+        words.append(f"{topo.capitalize()}: " + "; ".join(
+            f"{short(w) if w else 'none'} first at K = {a}" + (f" to {b}" if b != a else "")
+            for w, a, b in runs) + times + ".")
+        for e in _cluster_entries(cl, basis):
+            first, last = e["GBps"][0][j], e["GBps"][-1][j]
+            if e["b"] in winners and first and last:
+                words.append(f"{topo.capitalize()}: {short(e['a'])} and {short(e['b'])} break even "
+                             f"at {fmt_GBps(first[0])} at K = {k0}, {fmt_GBps(last[0])} at K = {k1}.")
+    return words
+
+
+def cluster_view(sc: Scenario, results: dict) -> View:
+    view = View("cluster", "Your cluster: K data centres, ring or mesh WAN")
+    cl = results.get("cluster")
+    if not isinstance(cl, dict) or not cl.get("dcs"):
+        view.missing.append("The cluster section's results (time to target and break-evens against "
+                            "K and the WAN topology): not available yet (results key cluster).")
+        return view
+    times, winners = _cluster_rows(sc, cl)
+    rows = _cluster_break_even_rows(cl)
+    view.data = {"times": times, "winners": winners, "break_evens": rows, "dcs": list(cl["dcs"]),
+                 "topologies": list(cl["topologies"]), "wan_GBps": _num(cl["wan_GBps"])}
+    view.table = _cluster_table(sc, cl)
+    words = {b: _cluster_words(cl, b) for b in BASES}
+    view.by_setting = {setting_key(at): words[at["basis"]] for at in settings(sc)}
+    view.conclusion = ([s if s in words[BASES[1]] else _tagged(s, f"{BASES[0]} basis")
+                        for s in words[BASES[0]]]
+                       + [_tagged(s, f"{BASES[1]} basis") for s in words[BASES[1]]
+                          if s not in words[BASES[0]]])
+    lat = float(cl["latency_ms"])
+    view.assumptions = [
+        f"At the scenario's {fmt_GBps(cl['wan_GBps'])} on every directed WAN link and "
+        f"{lat:g} ms one-way latency per hop, {setting_text(sc)}: the ENOB and budget controls "
+        "do not move this section, the basis control does.",
+        "K data centres of the scenario's workers each; a ring has K directed WAN links, a mesh "
+        "K(K-1); at K = 2 both are the study's two directions (model.md section 13).",
+        "Steps to target are those measured for the study's cluster, at every K.",
+        f"Break-evens: the WAN bandwidth per link where two variants' times to target are equal, "
+        f"searched in {g3(BANDWIDTH_RANGE_GBps[0])} to {g3(BANDWIDTH_RANGE_GBps[1])} GB/s; a K "
+        "without a point has none in that range.",
+    ]
+    return view
+
+
+def _cluster_table(sc: Scenario, cl: dict) -> dict:
+    cols = ["K"] + [f"{t}, {b}" for t in cl["topologies"] for b in BASES]
+    rows = []
+    for i, k in enumerate(cl["dcs"]):
+        cells = [str(k)]
+        for j in range(len(cl["topologies"])):
+            for b in BASES:
+                w = cl["winner"][b][i][j]
+                cells.append("none" if w is None else
+                             f"{short(w)} ({fmt_s(cl['time_to_target_s'][b][w][i][j])})")
+        rows.append(cells)
+    return {"columns": cols, "rows": rows, "nowrap": list(range(1, len(cols))),
+            "caption": (f"Fastest to target (time to target in s) at each K, topology and steps "
+                        f"basis, at {fmt_GBps(cl['wan_GBps'])} per directed link.")}
+
+
 # ------------------------------------------------------------------------------ all
 
 
@@ -973,4 +1105,4 @@ def collect(sc: Scenario, results: dict | None = None, sweeps: Sweeps | None = N
         bw = bandwidth_view(sc, results, sw)
         return [bw, stages_view(sc, results, sw), breakeven_view(sc, results, bw),
                 shared_wan_view(sc, results), model_view(sc, results, sw), h_view(sc, results, sw),
-                energy_view(sc, results, sw)]
+                energy_view(sc, results, sw), cluster_view(sc, results)]
