@@ -169,10 +169,11 @@ def test_quick_run_writes_every_key(tmp_path):
                           ("compile", ("break_even_budget_s", "elasticities_s")),
                           ("store", ("distributed_speedup",)),
                           ("winner", ("points_per_s", "ratio_sweep_argmin", "core_scaling")),
-                          ("float32", ("speedup", "max_rel_err"))):
+                          ("float32", ("speedup", "max_rel_err")),
+                          ("uncertainty", ("roots_per_s", "ratio_brentq"))):
         sec = results[section]
         assert isinstance(sec["available"], bool)
-        if section in ("break_even", "events"):  # they need nothing optional: unavailable = crashed
+        if section in ("break_even", "events", "uncertainty"):  # nothing optional: unavailable = crashed
             assert sec["available"] is True, (section, sec.get("reason"))
         for key in keys:
             assert key in sec
