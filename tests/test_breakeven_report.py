@@ -82,7 +82,7 @@ def test_cli_budget_enob_sensitivity_and_inverse(capsys):
     assert main(["breakeven", "E'", "C'", "--basis", "exact", "--sensitivity", "--achieve", "steps_a"]) == 0
     out = capsys.readouterr().out
     assert "C' (band_gpu_allreduce) is faster throughout" in out
-    # E' ties C' when steps_a x step(E') = 2,667 x step(C') (model.md s6: exact band 2,667 steps)
+    # E' ties C' when steps_a x step(E') = 2,667 x step(C') (docs/model.md s6: exact band 2,667 steps)
     import bandjax
 
     step = bandjax.step_s(REF)

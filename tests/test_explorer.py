@@ -95,13 +95,13 @@ def test_bandwidth_curves_reproduce_the_reference_times(ref_views):
     assert v.data["grid_GBps"][i] == pytest.approx(12.5, rel=1e-12)
     rows = v.data["curves"]
     at = {"enob": "8", "budget": "free", "basis": "hypothesis"}
-    # model.md section 12: top-k 0.93 s, AdamW 1.63 s, C 3.85 s at 100 GbE; E' step 3.726 ms
+    # docs/model.md section 12: top-k 0.93 s, AdamW 1.63 s, C 3.85 s at 100 GbE; E' step 3.726 ms
     assert _at(rows, "topk", i, **at)["t_s"] == pytest.approx(0.93, abs=0.005)
     assert _at(rows, "adamw", i, **at)["t_s"] == pytest.approx(1.63, abs=0.005)
     assert _at(rows, "band_gpu", i, **at)["t_s"] == pytest.approx(3.85, abs=0.005)
     assert _at(rows, "band_gpu", i, **at)["step_ms"] == pytest.approx(1.443, abs=5e-4)
     assert _at(rows, "band_switch", i, **at)["step_ms"] == pytest.approx(3.726, abs=5e-4)
-    # model.md section 12: E at [low] 33.348 ms a step
+    # docs/model.md section 12: E at [low] 33.348 ms a step
     assert _at(rows, "band_pluggable", i, enob="8", budget="low", basis="exact")["step_ms"] == \
         pytest.approx(33.348, abs=5e-4)
 
@@ -131,17 +131,17 @@ def test_exact_basis_changes_only_band_switch(ref_views):
     i = ref_views["bandwidth"].data["start"]
     hyp = _at(rows, "band_switch", i, enob="8", budget="free", basis="hypothesis")
     exa = _at(rows, "band_switch", i, enob="8", budget="free", basis="exact")
-    # E' takes E's 1,800 steps (hypothesis) or the exact band's 2,667 (model.md section 6)
+    # E' takes E's 1,800 steps (hypothesis) or the exact band's 2,667 (docs/model.md section 6)
     assert exa["t_s"] / hyp["t_s"] == pytest.approx(2667 / 1800, rel=1e-6)
 
 
 def test_stages_view(ref_views):
     v = ref_views["stages"]
-    assert v.data["break_even_GFLOPs"] == pytest.approx(140.0, rel=1e-12)  # model.md section 4
+    assert v.data["break_even_GFLOPs"] == pytest.approx(140.0, rel=1e-12)  # docs/model.md section 4
     text = " ".join(v.conclusion)
     assert "140.0 GFLOP/s" in text and "optics" in text and "31.667 ms" in text
     free = v.table["rows"][0]
-    assert free[1:] == ["1.267", "2.262 (binds)", "0", "0.7917"]  # model.md section 4
+    assert free[1:] == ["1.267", "2.262 (binds)", "0", "0.7917"]  # docs/model.md section 4
     binding = {r["GFLOPs"]: r["stage"] for r in v.data["stages"] if r["binding"] and r["stage"] in bj.STAGES}
     assert binding[10.0] == "compute" and binding[1000.0] == "optics"
 
@@ -193,12 +193,12 @@ def test_cluster_view_draws_the_sections_numbers(reference_report, sweeps):
     v = {x.key: x for x in views.collect(sc, r, sweeps)}["cluster"]
     cl = r["cluster"]
     assert v.missing == []
-    # K = 2 is the study's cluster on either topology (model.md section 13): top-k 0.93 s at
-    # 12.5 GB/s (model.md section 12), stored once for both bases
+    # K = 2 is the study's cluster on either topology (docs/model.md section 13): top-k 0.93 s at
+    # 12.5 GB/s (docs/model.md section 12), stored once for both bases
     at2 = [row for row in v.data["times"] if row["K"] == 2 and row["variant"] == "topk"]
     assert [(row["topology"], row["basis"]) for row in at2] == [("ring", "*"), ("mesh", "*")]
     assert [row["t_s"] for row in at2] == [pytest.approx(0.93, abs=0.005)] * 2
-    # only E' has times that depend on the basis (model.md section 6)
+    # only E' has times that depend on the basis (docs/model.md section 6)
     assert {row["variant"] for row in v.data["times"] if row["basis"] != "*"} == {"band_switch"}
     # every crossing the section found is a point, and a ring marks each (K, topology, basis)
     assert len(v.data["break_evens"]) == sum(len(cell) for e in cl["break_even_GBps"]
@@ -258,7 +258,7 @@ def test_crossings_off_the_root_finders_settings_are_interpolated_on_the_curves(
     assert [c["GBps"] for c in high] == [pytest.approx(root, rel=1e-3)]
     assert high[0]["source"].startswith("interpolated")
     # ENOB 6: E never reaches the target, and E' on either basis never takes fewer steps than E
-    # (model.md section 6, amended), so no in-transit pair crosses there
+    # (docs/model.md section 6, amended), so no in-transit pair crosses there
     six = [c for c in cross if c["enob"] == "6"]
     assert six == []
     assert vs["breakeven"].by_setting["6|free|exact"] != vs["breakeven"].by_setting["8|free|hypothesis"]
@@ -270,7 +270,7 @@ def test_conclusions_follow_the_controls(sweeps):
     bw = vs["bandwidth"]
     assert set(bw.by_setting) == {f"{e}|{b}|{s}" for e in ("8", "6") for b in ("free", "low", "high")
                                   for s in bj.BASES}
-    # model.md section 12: E' on the exact basis takes 2,667 x 3.726 ms = 9.94 s; at ENOB 6 the
+    # docs/model.md section 12: E' on the exact basis takes 2,667 x 3.726 ms = 9.94 s; at ENOB 6 the
     # hypothesis basis gives E' E's steps, which never reach the target
     assert "E and E': never reaches the target at this ENOB." in bw.by_setting["6|low|exact"] or \
         "E: never reaches the target at this ENOB." in bw.by_setting["6|low|exact"]
@@ -422,7 +422,7 @@ def test_page_in_browser_offline(browser, pages, tmp_path):
         page.select_option("#ctl-budget", "low")
         page.select_option("#ctl-basis", "exact")
         text = page.inner_text("#sync_h") + page.inner_text("#bandwidth")
-        # exact basis: E' takes max(E's, C's) steps (model.md s6, amended), so E' never with E
+        # exact basis: E' takes max(E's, C's) steps (docs/model.md s6, amended), so E' never with E
         assert "E and E': never reaches the target at this ENOB." in text
         # ... and the y axes fit what is drawn: the largest time the controls select, plus the
         # padding of 10 px (at most a factor 1.3 on these ~3 decades over 340 px)
@@ -475,7 +475,7 @@ def test_page_in_browser_with_every_section(browser, pages, tmp_path, reference_
                     ".length")
         shown = "() => SPECS.breakeven.datasets.crossings.filter(matches)"
         # ENOB 6: E never reaches the target, and E' never takes fewer steps than E on either
-        # basis (model.md section 6, amended: max(E's, the exact band's) on the exact basis), so
+        # basis (docs/model.md section 6, amended: max(E's, the exact band's) on the exact basis), so
         # no in-transit variant has a ratio there and no diamond is drawn
         page.select_option("#ctl-enob", "6")
         page.select_option("#ctl-basis", "exact")

@@ -106,7 +106,7 @@ def test_names_cover_every_scenario_field():
 
     assert set(FIELDS) <= set(names.NAMES)
     assert names.label("optics_Sps") == "optics sample rate (GS/s)"
-    # 7e9 S/s is 7 GS/s (model.md section 2); scale from SI exact to 1e-12
+    # 7e9 S/s is 7 GS/s (docs/model.md section 2); scale from SI exact to 1e-12
     assert names.value("optics_Sps", 7e9) == "7 GS/s"
     assert names.NAMES["wan_latency_s"].scale == pytest.approx(1e3, rel=1e-12)  # s -> ms
     assert names.label("fixed_s.band_switch") == "fixed time d of E' (ms)"

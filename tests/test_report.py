@@ -43,7 +43,7 @@ def test_bases_differ_only_for_the_switch(results):
     for vid in IDS:
         if vid != "band_switch":
             assert t["hypothesis"][vid] == t["exact"][vid]
-    # exact basis: E' takes the exact band's 2,667 steps (model.md s6) instead of E's 1,800
+    # exact basis: E' takes the exact band's 2,667 steps (docs/model.md s6) instead of E's 1,800
     assert results["steps_to_target"]["exact"]["band_switch"] == 2667
     assert results["steps_to_target"]["hypothesis"]["band_switch"] == 1800
     ratio = t["exact"]["band_switch"] / t["hypothesis"]["band_switch"]
@@ -51,7 +51,7 @@ def test_bases_differ_only_for_the_switch(results):
 
 
 def test_model_size_scales_with_P_except_d(results):
-    # T(P) = steps (k (step - d) + d), k = P / P_study (model.md s9)
+    # T(P) = steps (k (step - d) + d), k = P / P_study (docs/model.md s9)
     k = 8.03e9 / 7_916_736
     d = bandjax.reference().fixed_s
     for vid in IDS:
@@ -67,7 +67,7 @@ def test_markdown_names_units_and_assumptions(results):
                   "calibrated", "single seed", "steps to target are unchanged",
                   "## Hot spots", "## Energy", "## Model size", "## Syncing every H steps"):
         assert words in md, words
-    assert "4.075" in md  # the AdamW step of model.md s12, rendered from the results
+    assert "4.075" in md  # the AdamW step of docs/model.md s12, rendered from the results
 
 
 def test_write_is_whole_or_nothing(tmp_path, monkeypatch, results):
@@ -95,7 +95,7 @@ def test_cli_report(tmp_path, capsys, monkeypatch, results):
     assert len(built) == 1 and built[0] == bandjax.reference()
     r = json.loads((tmp_path / "results.json").read_text())
     assert r["schema_version"] == report.SCHEMA_VERSION
-    assert r["step_ms"]["adamw"]["free"] == pytest.approx(4.075, abs=5e-4)  # model.md s12
+    assert r["step_ms"]["adamw"]["free"] == pytest.approx(4.075, abs=5e-4)  # docs/model.md s12
     assert (tmp_path / "results.md").read_text().startswith("# When does")
     out = capsys.readouterr().out
     assert all(line in out for line in headline.lines(results)) and headline.lines(results)

@@ -1,5 +1,5 @@
 """Report section "Your cluster": the winner against the number of data centres K and the WAN
-topology, and the compared pairs' bandwidth break-evens against K (model.md section 13), at the
+topology, and the compared pairs' bandwidth break-evens against K (docs/model.md section 13), at the
 scenario's WAN bandwidth, latency, budget and ENOB.
 
 results.json gains ``cluster``: ``dcs`` (K), ``topologies``, per basis the winner and every

@@ -1068,7 +1068,7 @@ def cluster_view(sc: Scenario, results: dict) -> View:
         f"{lat:g} ms one-way latency per hop, {setting_text(sc)}: the ENOB and budget controls "
         "do not move this section, the basis control does.",
         "K data centres of the scenario's workers each; a ring has K directed WAN links, a mesh "
-        "K(K-1); at K = 2 both are the study's two directions (model.md section 13).",
+        "K(K-1); at K = 2 both are the study's two directions (docs/model.md section 13).",
         "Steps to target are those measured for the study's cluster, at every K.",
         f"Break-evens: the WAN bandwidth per link where two variants' times to target are equal, "
         f"searched in {g3(BANDWIDTH_RANGE_GBps[0])} to {g3(BANDWIDTH_RANGE_GBps[1])} GB/s; a K "
