@@ -204,7 +204,7 @@ class _Dask:
         self.cluster = None
         if scheduler == "local":
             self.cluster = LocalCluster(n_workers=LOCAL_WORKERS, threads_per_worker=1,
-                                        processes=True, dashboard_address=None)
+                                        processes=True, dashboard_address=":0")
             self.client = Client(self.cluster)
         elif isinstance(scheduler, str) and "://" in scheduler:
             try:

@@ -188,7 +188,7 @@ def run(quick: bool = False) -> dict:
     t = time.perf_counter()
     # quick: worker threads start at once (a smoke test of the path, no speed-up to expect)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=not quick,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+                      dashboard_address=":0") as cluster, Client(cluster) as client:
         start = time.perf_counter() - t
         client.submit(sum, [1]).result()  # workers up
         on_cluster = [t for t, _ in _repeat(lambda: events.sweep(sc, scheduler=client, **grid),

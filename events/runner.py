@@ -186,8 +186,9 @@ def client(scheduler=None, n_workers: int = 2):
     elif scheduler is None:
         if isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1:
             raise ValueError(f"n_workers = {n_workers!r}: must be a whole number >= 1")
+        # ":0": the dashboard on any free port (None still asks for 8787 and warns when it is taken)
         with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                          dashboard_address=None) as cluster, Client(cluster) as c:
+                          dashboard_address=":0") as cluster, Client(cluster) as c:
             yield c
     elif isinstance(scheduler, str):
         with connect(scheduler) as c:

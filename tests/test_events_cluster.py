@@ -12,7 +12,7 @@ distributed = pytest.importorskip("distributed")
 @pytest.fixture(scope="module")
 def cluster():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as c:
+                                  dashboard_address=":0") as c:
         yield c
 
 

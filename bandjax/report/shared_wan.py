@@ -133,7 +133,7 @@ def build(scenario: Scenario, ctx: dict) -> dict:
         for vid in ids:
             eng = float(load0.step_s.sel(bandwidth=g, variant=vid))
             err = max(err, abs(eng / closed[scenario.ids.index(vid)] - 1))
-            steps = scenario.steps.lookup(vid, float(scenario.enob), BASIS)
+            steps = scenario.steps.lookup(vid, float(scenario.enob), BASIS, scenario.variants)
             ttt = steps * eng if math.isfinite(steps) else None
             points.append({"variant": vid, "GBps": g, "step_ms": eng * 1e3,
                            "time_to_target_s": ttt, "basis": BASIS})
@@ -179,6 +179,8 @@ def markdown(results: dict) -> str:
         f"| variant | {head} |",
         "|---|" + "---|" * len(loads),
     ]
+    # the scenario's own variants (a user's included), as the report's setup lists them
+    shorts = {vid: v["short"] for vid, v in results.get("setup", {}).get("variants", {}).items()}
     for vid, s in r["step_ms"].items():
         cells = []
         for j in range(len(loads)):
@@ -186,7 +188,7 @@ def markdown(results: dict) -> str:
             interval = "[n/a: one seed]" if lo is None else f"[{lo:.3f}, {hi:.3f}]"
             cells.append(f"{s[j]:.3f} / {r['mean_step_ms'][vid][j]:.3f} {interval} / "
                          f"x{r['growth'][vid][j]:.2f} / {r['approx_step_ms'][vid][j]:.3f}")
-        lines.append(f"| {_v.get(vid).short} | " + " | ".join(cells) + " |")
+        lines.append(f"| {shorts.get(vid, vid)} | " + " | ".join(cells) + " |")
     measured = r.get("approx_accuracy_by_cluster", [])
     if measured and all(m["accuracy"] is not None for m in measured):
         lines += ["", "The approximation's worst error against the engine's mean (every variant, "

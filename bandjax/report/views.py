@@ -94,7 +94,7 @@ def baseline() -> str:
 
 def basis_dependent(sc: Scenario) -> tuple[str, ...]:
     """Variants whose steps to target depend on the steps basis, read from the scenario's steps."""
-    enobs = sc.steps.measured_enobs() or (float(sc.enob),)
+    enobs = sc.steps.measured_enobs(registry=sc.variants) or (float(sc.enob),)
 
     def differs(vid, e):
         a, b = (sc.steps.lookup(vid, float(e), basis, sc.variants) for basis in BASES)
