@@ -210,6 +210,19 @@ def _set_aside(c: Crossings, steps_a, steps_b) -> Crossings:
     )
 
 
+def all_bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, *,
+                            grid: int = GRID) -> Crossings:
+    """:func:`bandwidth_crossings` with as many root slots as the most crossings any point has
+    (it runs again with more where the first run filled them)."""
+    max_roots = MAX_ROOTS
+    while True:
+        c = bandwidth_crossings(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, grid=grid,
+                                max_roots=max_roots)
+        if int(np.max(c.count)) <= max_roots:
+            return c
+        max_roots = int(np.max(c.count))
+
+
 def field_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo, hi, *, field: str,
                     grid: int = GRID, max_roots: int = MAX_ROOTS) -> Crossings:
     """Where ``ia`` and ``ib`` reach the target equally fast, over one parameter ``field``.

@@ -108,15 +108,11 @@ def _all_pairs(sc: Scenario, budgets=None):
     if budgets is not None:
         sc = sc.replace(budget_FLOPs=np.asarray(budgets, dtype=float)[:, None])
     lo, hi = (g * 1e9 for g in be.BANDWIDTH_RANGE_GBps)
-    max_roots = be.MAX_ROOTS
-    while True:
-        c = be.bandwidth_crossings(sc, ia, ib, na, nb, lo, hi, max_roots=max_roots)
-        if int(np.max(c.count)) <= max_roots:
-            break
-        max_roots = int(np.max(c.count))
+    c = be.all_bandwidth_crossings(sc, ia, ib, na, nb, lo, hi)
     jac = None
     if budgets is None:
-        jac = np.asarray(sens.crossing_elasticities(sc, ia, ib, na, nb, lo, hi, max_roots=max_roots))
+        jac = np.asarray(sens.crossing_elasticities(sc, ia, ib, na, nb, lo, hi,
+                                                    max_roots=c.x.shape[-1]))
     return ps, jax.tree.map(np.asarray, c), jac
 
 

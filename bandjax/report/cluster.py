@@ -51,12 +51,7 @@ def _crossings(sc: Scenario) -> list[dict]:
     na = np.array([sc.steps_of(a, float(sc.enob), basis) for a, _, basis in ps])
     nb = np.array([sc.steps_of(b, float(sc.enob), basis) for _, b, basis in ps])
     lo, hi = (g * 1e9 for g in C.BANDWIDTH_RANGE_GBps)
-    max_roots = be.MAX_ROOTS
-    while True:
-        c = be.bandwidth_crossings(grid, ia, ib, na, nb, lo, hi, max_roots=max_roots)
-        if int(np.max(c.count)) <= max_roots:
-            break
-        max_roots = int(np.max(c.count))
+    c = be.all_bandwidth_crossings(grid, ia, ib, na, nb, lo, hi)
     x = np.asarray(c.x)  # (K, topology, pair, root)
     out = []
     for p, (a, b, basis) in enumerate(ps):
