@@ -105,10 +105,21 @@ def lines(results: dict) -> list[str]:
         if c["status"] == "already":
             out.append(f"{n(c['a'])} already beats {n(c['b'])} ({basis} basis).")
         else:
-            out.append(f"Smallest change for {n(c['a'])} to beat {n(c['b'])}: {c['parameter']} from "
+            # display names (names.py); the pair's steps are named after the variant
+            what = (f"steps to target of {n(c['a'])}" if c["parameter"] == "steps_a" else
+                    f"steps to target of {n(c['b'])}" if c["parameter"] == "steps_b" else
+                    _display_name(c["parameter"]))
+            out.append(f"Smallest change for {n(c['a'])} to beat {n(c['b'])}: {what} from "
                        f"{_fmt_value(c['current'], c['units'])} to {_fmt_value(c['required'], c['units'])} "
                        f"(x {c['ratio']:.3g}; {basis} basis).")
     return out
+
+
+def _display_name(parameter: str) -> str:
+    from ..names import NAMES
+
+    entry = NAMES.get(parameter)
+    return entry.name if entry is not None else parameter
 
 
 def markdown(results: dict) -> str:
