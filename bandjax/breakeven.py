@@ -67,9 +67,9 @@ __all__ = [
 
 def resolve_variant(name: str, registry: tuple[_v.Variant, ...] = _v.VARIANTS) -> str:
     """A variant id from its id or its short label (``"E'"``, ``"C"``, ``"AdamW"``), any case."""
-    for v in registry:
-        if name == v.id or name.lower() in (v.id.lower(), v.short.lower()):
-            return v.id
+    found = _v.find(name, registry)
+    if found is not None:
+        return found
     allowed = ", ".join(f"{v.id} ({v.short})" for v in registry)
     raise ValueError(f"variant = {name!r} is not known; allowed: {allowed}")
 

@@ -171,9 +171,9 @@ _SHAPES = "normal = [mean, sd], lognormal = [median, sigma], uniform = [lo, hi],
 
 
 def _variant_id(name: str, registry, where: str) -> str:
-    for v in registry:
-        if name == v.id or name.lower() in (v.id.lower(), v.short.lower(), v.label.lower()):
-            return v.id
+    found = _variants.find(name, registry, long_label=True)
+    if found is not None:
+        return found
     raise ScenarioError(f"{where}: variant {name!r} is not known; allowed: "
                         + ", ".join(f"{v.id} ({v.short})" for v in registry))
 

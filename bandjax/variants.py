@@ -156,6 +156,18 @@ DEFAULT_PAIRS: tuple[tuple[str, str], ...] = (
     ("band_pluggable", "adamw"))
 
 
+def find(name: str, registry: tuple[Variant, ...] = VARIANTS, *,
+         long_label: bool = False) -> str | None:
+    """The id of the variant ``name`` names in ``registry`` (its id, or its short label, or with
+    ``long_label`` its label, in any case), or None: one matching rule for every caller, each of
+    which words its own error."""
+    for v in registry:
+        names = (v.id.lower(), v.short.lower(), *((v.label.lower(),) if long_label else ()))
+        if name == v.id or name.lower() in names:
+            return v.id
+    return None
+
+
 def get(variant_id: str, registry: tuple[Variant, ...] = VARIANTS) -> Variant:
     """The variant ``variant_id`` of ``registry``; a clear error for an unknown one."""
     for v in registry:
