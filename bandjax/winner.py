@@ -276,10 +276,11 @@ def best_over(ds: xr.Dataset, dim: str, *, wins: str | None = None) -> xr.Datase
       ``time_to_target_s`` over ``dim`` and the winner, runner-up and margin there; the coordinate
       ``dim`` becomes a variable of the chosen values (``"none"`` / NaN where no choice reaches the
       target). E.g. ``best_over(m, "topology")``: the better WAN topology and who wins on it.
-    - ``wins="band_switch"``: the lowest value of the numeric coordinate ``dim`` at which that
-      variant wins, at every other point (a DataArray in ``dim``'s units; NaN where it wins nowhere
-      along ``dim``). E.g. ``best_over(m, "budget", wins="band_switch")``: per bandwidth, the
-      smallest module budget, GFLOP/s, at which E' is the fastest.
+    - ``wins=<variant id>`` (one of the map's ``variant`` coordinate): the lowest value of the
+      numeric coordinate ``dim`` at which that variant wins, at every other point (a DataArray in
+      ``dim``'s units; NaN where it wins nowhere along ``dim``). E.g. ``best_over(m, "budget",
+      wins=v)`` with ``v`` the in-network band's id: per bandwidth, the smallest module budget,
+      GFLOP/s, at which it is the fastest.
     """
     if dim not in ds.dims:
         raise ValueError(f"dim = {dim!r} is not a dimension of the map; allowed: "

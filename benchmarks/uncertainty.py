@@ -27,7 +27,7 @@ import numpy as np
 
 import bandjax
 from bandjax import uncertainty as U
-from bandjax.breakeven import BANDWIDTH_RANGE_GBps
+from bandjax.breakeven import BANDWIDTH_RANGE_GBps, resolve_variant
 from bandjax.step import COMPONENTS, step_terms_s
 
 from .common import measure
@@ -37,8 +37,8 @@ LO, HI = BANDWIDTH_RANGE_GBps[0] * 1e9, BANDWIDTH_RANGE_GBps[1] * 1e9
 
 def problem(samples: int, seed: int = 0):
     sc = bandjax.reference()
-    uncertain = {"steps.E": U.Normal(1800.0, 36.0),
-                 "d.E'": U.Normal(sc.fixed_s["band_switch"], 0.02 * sc.fixed_s["band_switch"])}
+    d_e = sc.fixed_s[resolve_variant("E'", sc.variants)]  # E' by its label, as a user names it
+    uncertain = {"steps.E": U.Normal(1800.0, 36.0), "d.E'": U.Normal(d_e, 0.02 * d_e)}
     d, steps0, static = U.prepare(sc, "E'", "adamw", uncertain, samples, seed, "hypothesis")
     return sc, d, steps0, static
 
