@@ -57,7 +57,7 @@ def _fused(sc: Scenario, steps, index: tuple[int, ...]):
     ``steps`` is broadcastable to (*grid, registry); ``index`` the competing variants' registry
     positions, in tie order. Every per-variant term of :func:`bandjax.step.comm_parts_s` is small
     (it varies along few axes); the full-size work is one elementwise pass per variant, fused by
-    XLA into a single loop that writes the four outputs only.
+    XLA into loops that write the packed outputs only (:func:`_unpack` reads them).
     """
     c = sc.gpu_compute_s
     parts = comm_parts_s(sc)
@@ -80,7 +80,20 @@ def _fused(sc: Scenario, steps, index: tuple[int, ...]):
     some = first >= 0
     time = jnp.where(some, best, jnp.nan)
     margin = jnp.where(some, jnp.where(runner >= 0, second / best, jnp.inf), jnp.nan)
-    return first, time, runner, margin
+    # Two outputs, not four: XLA on CPU gives each output of the grid's size a loop of its own,
+    # which recomputes every variant's time. The codes share an int16 (winner in the low byte)
+    # and time and margin a complex number; _unpack views them as the four arrays, no copy.
+    codes = (first.astype(jnp.int16) & 0xFF) | (runner.astype(jnp.int16) << 8)
+    return codes, jax.lax.complex(time, margin)
+
+
+def _unpack(codes, pair) -> tuple:
+    """The four outputs of :func:`_fused` as NumPy views of its two packed arrays."""
+    codes, pair = np.asarray(codes), np.asarray(pair)
+    low, high = (0, 1) if sys.byteorder == "little" else (1, 0)
+    c8 = codes.view(np.int8).reshape(*codes.shape, 2)
+    f = pair.view(pair.real.dtype).reshape(*pair.shape, 2)
+    return c8[..., low], f[..., 0], c8[..., high], f[..., 1]
 
 
 def winner(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget=None,
@@ -183,9 +196,9 @@ def winner_arrays(sc: Scenario, g: Grid, *, dtype: str = "float64", chunk: int |
 
         def run(sl):
             if sl is None:
-                return _fused(sc_arrays, steps, index)
+                return _unpack(*_fused(sc_arrays, steps, index))
             cut = lambda x: _cut(x, axis, sl, len(shape))  # noqa: E731
-            return _fused(jax.tree.map(cut, sc_arrays), cut(steps), index)
+            return _unpack(*_fused(jax.tree.map(cut, sc_arrays), cut(steps), index))
 
         if len(parts) == 1:
             out = [np.broadcast_to(np.asarray(a), shape) for a in run(parts[0])]

@@ -189,16 +189,22 @@ def test_quick_run_writes_every_key(tmp_path):
 
 def test_winner_baseline_answers_the_same_question():
     # the baseline of winner.ratio_sweep_argmin: the sweep reduced in xarray gives the same
-    # winners and times (exactly) wherever some variant reaches the target
+    # winners, times, runners-up and margins (exactly) wherever some variant reaches the target
     from benchmarks import winner_bench
     args = winner_bench.grid_for(2000)
-    am, tmin = winner_bench.through_sweep(**args)
+    first, best, runner, ratio = winner_bench.through_sweep(**args)
     m = bandjax.winner(**args)
-    some = np.isfinite(tmin.values)
-    assert some.any()
-    np.testing.assert_array_equal(am.values[some], m["winner"].values[some])
-    np.testing.assert_array_equal(tmin.values[some], m["time_to_target_s"].values[some])
+    some = np.isfinite(best.values)
+    assert some.any() and (m["runner_up"].values >= 0).any()
+    np.testing.assert_array_equal(first.values[some], m["winner"].values[some])
+    np.testing.assert_array_equal(best.values[some], m["time_to_target_s"].values[some])
+    two = np.isfinite(ratio.values)
+    np.testing.assert_array_equal(runner.values[two], m["runner_up"].values[two])
+    np.testing.assert_array_equal(ratio.values[two], m["margin"].values[two])
     np.testing.assert_array_equal(m["winner"].values[~some], -1)
+    assert winner_bench.same_answer(m, (first, best, runner, ratio))
+    # a wrong runner-up is noticed
+    assert not winner_bench.same_answer(m, (first, best, first, ratio))
     assert winner_bench.points_of(args) == pytest.approx(2000, rel=0.01)
 
 
