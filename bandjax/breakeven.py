@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass
 from functools import partial
 
-from . import _jax  # noqa: F401  (64-bit floats, the Scenario PyTree)
+from . import _jax  # 64-bit floats, the Scenario PyTree; compile options
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -192,6 +192,9 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
     return _set_aside(c, steps_a, steps_b)
 
 
+_quick_bandwidth = _jax.quick(bandwidth_crossings, static_argnames=("grid", "max_roots"))
+
+
 def _set_aside(c: Crossings, steps_a, steps_b) -> Crossings:
     """No crossings where a step count is not a number: who wins throughout, or why no answer."""
     never_a, never_b = jnp.isposinf(steps_a), jnp.isposinf(steps_b)
@@ -216,8 +219,8 @@ def all_bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_B
     (it runs again with more where the first run filled them)."""
     max_roots = MAX_ROOTS
     while True:
-        c = bandwidth_crossings(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, grid=grid,
-                                max_roots=max_roots)
+        c = _quick_bandwidth(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, grid=grid,
+                             max_roots=max_roots)
         if int(np.max(c.count)) <= max_roots:
             return c
         max_roots = int(np.max(c.count))
@@ -278,6 +281,9 @@ def _field_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, k, *, grid, max_roots
     theta = (ia, ib, sc, safe(steps_a), safe(steps_b))
     c = _roots.find_crossings(residual, theta, lo, hi, grid=grid, max_roots=max_roots)
     return _set_aside(c, steps_a, steps_b)
+
+
+_quick_field = _jax.quick(_field_crossings, static_argnames=("k", "grid", "max_roots"))
 
 
 # --------------------------------------------------------------------------- user-facing
@@ -393,10 +399,10 @@ def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
     ia, ib = sc.ids.index(a), sc.ids.index(b)
     while True:
         if parameter == "wan_Bps":
-            c = bandwidth_crossings(sc, ia, ib, *steps, lo, hi, grid=grid, max_roots=max_roots)
+            c = _quick_bandwidth(sc, ia, ib, *steps, lo, hi, grid=grid, max_roots=max_roots)
         else:
-            c = field_crossings(sc, ia, ib, *steps, lo, hi, field=parameter, grid=grid,
-                                max_roots=max_roots)
+            c = _quick_field(sc, ia, ib, *steps, lo, hi, parameters(sc).index(parameter),
+                             grid=grid, max_roots=max_roots)
         most = int(jnp.max(c.count))
         if most <= max_roots:
             break
@@ -431,12 +437,15 @@ def budget_break_even_search(sc: Scenario, lo_FLOPs, hi_FLOPs, *, grid: int = GR
     return _roots.find_crossings(_budget_residual, sc, lo_FLOPs, hi_FLOPs, grid=grid, max_roots=1)
 
 
+_quick_budget = _jax.quick(budget_break_even_search, static_argnames=("grid",))
+
+
 def budget_break_even(sc: Scenario, lo_GFLOPs: float = 1e-3, hi_GFLOPs: float = 1e9) -> dict:
     """The budget above which the module's compute no longer binds, in GFLOP/s: the closed form
     (transform FLOPs per parameter x optics rate, which assumes the optics is the next slowest
     stage) beside the numeric search (compute stage = slowest other stage), and which stage binds
     above it. Scalar scenarios."""
-    c = budget_break_even_search(sc, lo_GFLOPs * 1e9, hi_GFLOPs * 1e9)
+    c = _quick_budget(sc, lo_GFLOPs * 1e9, hi_GFLOPs * 1e9)
     stages = np.asarray(module_stages_s(sc.replace(budget_FLOPs=math.inf)))
     return {
         "closed_form_GFLOPs": float(budget_break_even_FLOPs(sc)) / 1e9,

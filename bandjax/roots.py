@@ -42,7 +42,9 @@ STATUS_NAMES = ("crosses", "a_wins_throughout", "b_wins_throughout", "tie_throug
                 "neither_reaches_target", "not_available")
 
 MAX_ITERATIONS = 64  # Newton converges in a handful; bisection alone needs ~50 from a grid cell
-UNROLLED = 4
+UNROLLED = 4  # Newton steps unrolled ahead of the loop on a large batch ...
+UNROLL_FROM = 1024  # ... of at least this many points; below it they cost more to compile than
+# they save in passes (0.5 s of a 2 s first call of a scalar break-even, measured)
 
 
 class Crossings(NamedTuple):
@@ -143,10 +145,11 @@ def find_crossings(residual: Callable, theta, lo, hi, *, grid: int = 32,
     found = k < grid
     k = jnp.where(found, k, 0).astype(float)
     a0, b0 = jnp.broadcast_to(u_at(k), k.shape), jnp.broadcast_to(u_at(k + 1), k.shape)
-    ga = jnp.broadcast_to(f(a0, sg_theta), a0.shape)
-    gb = jnp.broadcast_to(f(b0, sg_theta), b0.shape)
+    # r at the bracket's ends: one evaluation of both (the residual traced once, not twice)
+    ends = jnp.broadcast_to(f(jnp.concatenate([a0, b0]), sg_theta), (2 * max_roots, size))
+    ga, gb = ends[:max_roots], ends[max_roots:]
 
-    u_root = _refine(f, sg_theta, a0, b0, ga, gb, found)
+    u_root = _refine(f, sg_theta, a0, b0, ga, gb, found, unrolled=UNROLLED if size >= UNROLL_FROM else 0)
 
     # Implicit differentiation: the value is the converged root, the derivative -r_theta / r_u.
     u_star = jax.lax.stop_gradient(jnp.where(found, u_root, a0))
@@ -171,7 +174,7 @@ def find_crossings(residual: Callable, theta, lo, hi, *, grid: int = 32,
     )
 
 
-def _refine(f, theta, a, b, ga, gb, active):
+def _refine(f, theta, a, b, ga, gb, active, unrolled=UNROLLED):
     """Safeguarded Newton in u inside the brackets [a, b] (where ``active``), all at once.
 
     Each step evaluates r and dr/du at the iterate, shrinks the bracket to the side that still holds
@@ -216,7 +219,7 @@ def _refine(f, theta, a, b, ga, gb, active):
     # The first steps unrolled: XLA fuses them into one pass over the batch, where each pass of a
     # while loop reads and writes every array; the loop then finishes the stragglers.
     state = (x0, a, b, done0, jnp.asarray(0))
-    for _ in range(UNROLLED):
+    for _ in range(unrolled):
         state = body(state)
     x, *_ = jax.lax.while_loop(cond, body, state)
     return x

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from . import _jax  # noqa: F401  (64-bit floats, the Scenario PyTree)
+from . import _jax  # 64-bit floats, the Scenario PyTree; compile options
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -97,6 +97,11 @@ def _field_elasticities(sc: Scenario, ia, ib, steps_a, steps_b, x, k: int, names
     return jax.vmap(one_root, in_axes=-1, out_axes=-2)(jnp.log(jnp.asarray(x, dtype=float)))
 
 
+_quick_crossing = _jax.quick(crossing_elasticities,
+                             static_argnames=("k", "bandwidth", "grid", "max_roots"))
+_quick_field = _jax.quick(_field_elasticities, static_argnames=("k", "names"))
+
+
 def elasticities(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
                  basis: str = "hypothesis", lo=None, hi=None, parameters=None,
                  grid: int = _be.GRID) -> tuple[_be.BreakEven, dict[str, np.ndarray]]:
@@ -121,12 +126,12 @@ def elasticities(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
     ia, ib = sc.ids.index(result.a), sc.ids.index(result.b)
     k = every.index(result.parameter)
     if result.parameter == "wan_Bps":
-        jac = np.asarray(crossing_elasticities(
+        jac = np.asarray(_quick_crossing(
             sc, ia, ib, result.steps_a, result.steps_b, result.lo, result.hi, k, bandwidth=True,
             grid=grid, max_roots=result.x.shape[-1]))
         return result, {n: jac[..., every.index(n)] for n in names}
     # at the crossings found, for the parameters asked: the search is not compiled again
-    jac = np.asarray(_field_elasticities(sc, ia, ib, result.steps_a, result.steps_b, result.x,
+    jac = np.asarray(_quick_field(sc, ia, ib, result.steps_a, result.steps_b, result.x,
                                          k, names))
     return result, {n: jac[..., i] for i, n in enumerate(names)}
 
@@ -150,8 +155,12 @@ def budget_elasticities(sc: Scenario, parameters=None, lo_GFLOPs: float = 1e-3,
     def log_budget(z):
         sc_z, _, _ = _scaled(theta, names, z)
         c = _be.budget_break_even_search(sc_z, lo_GFLOPs * 1e9, hi_GFLOPs * 1e9)
-        return jnp.log(c.x[..., 0])
+        x = jnp.log(c.x[..., 0])
+        return x, x
 
-    value = float(jnp.exp(log_budget(jnp.zeros(len(names)))))
-    jac = np.asarray(jax.jacfwd(log_budget)(jnp.zeros(len(names))))
+    # the value and its derivatives in one compiled call
+    jac, log_value = jax.jit(jax.jacfwd(log_budget, has_aux=True),
+                             compiler_options=_jax.quick_compile())(jnp.zeros(len(names)))
+    value = float(jnp.exp(log_value))
+    jac = np.asarray(jac)
     return value, {n: float(jac[..., i]) for i, n in enumerate(names)}

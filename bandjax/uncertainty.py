@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 import xarray as xr
 
+from . import _jax
 from . import breakeven as _be
 from .calibrate import Calibration, with_parameters
 from .distributions import STEPS_PREFIX, LogNormal, Normal, Seeds, Uniform, _require, check_center, resolve
@@ -188,6 +189,9 @@ def sample_roots(sc, V, steps0, lo, hi, *, ia, ib, fields, steps_index):
     return jax.vmap(one)(V)
 
 
+_quick_roots = _jax.quick(sample_roots, static_argnames=("ia", "ib", "fields", "steps_index"))
+
+
 @partial(jax.jit, static_argnames=("ia", "ib", "fields", "steps_index"))
 def _sample_wins(sc, V, steps0, grid_Bps, *, ia, ib, fields, steps_index):
     """Whether a reaches the target before b at each grid bandwidth, per sample."""
@@ -253,7 +257,7 @@ def propagate_break_even(sc: Scenario, a: str, b: str, uncertain, samples: int =
         np.asarray(bandwidth, dtype=float))
     lo, hi = lo_GBps * 1e9, hi_GBps * 1e9
     V, S = jnp.asarray(d.samples), jnp.asarray(steps0)
-    roots = sample_roots(sc, V, S, lo, hi, **static)
+    roots = _quick_roots(sc, V, S, lo, hi, **static)
     wins = _sample_wins(sc, V, S, jnp.asarray(grid * 1e9), **static)
     roots = np.asarray(roots) / 1e9
     crossed = np.isfinite(roots)
