@@ -91,8 +91,9 @@ def _unpack(codes, pair) -> tuple:
     """The four outputs of :func:`_fused` as NumPy views of its two packed arrays."""
     codes, pair = np.asarray(codes), np.asarray(pair)
     low, high = (0, 1) if sys.byteorder == "little" else (1, 0)
-    c8 = codes.view(np.int8).reshape(*codes.shape, 2)
-    f = pair.view(pair.real.dtype).reshape(*pair.shape, 2)
+    # (a 0-d array cannot change its item size in place: viewed through a 1-d one)
+    c8 = codes.reshape(-1).view(np.int8).reshape(*codes.shape, 2)
+    f = pair.reshape(-1).view(pair.real.dtype).reshape(*pair.shape, 2)
     return c8[..., low], f[..., 0], c8[..., high], f[..., 1]
 
 
