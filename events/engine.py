@@ -336,7 +336,8 @@ def check_bounds(plan: Plan, load: float, steps: int, max_sim_s: float = MAX_SIM
                  max_events: float = math.inf) -> dict:
     """Refuse a run that cannot finish within its bounds, before it starts: ``ValueError`` if its
     warm-up alone is longer than ``max_sim_s`` (the load is too close to 1 for the background's
-    transfer size) or it would simulate more than ``max_events`` link arrivals. Returns
+    transfer size), if its steps' compute alone would not fit in ``max_sim_s``, or if it would
+    simulate more than ``max_events`` link arrivals. Returns
     :func:`estimate_events`."""
     warm = warmup_s(plan, load)
     if warm >= max_sim_s:
@@ -345,6 +346,12 @@ def check_bounds(plan: Plan, load: float, steps: int, max_sim_s: float = MAX_SIM
             f"this load (10 x {plan.background_B:g} B transfers / {plan.wan_Bps / 1e9:g} GB/s / "
             f"(1 - sqrt(load))^2), over the bound max_sim_s = {max_sim_s:g} s; loads up to "
             f"{max_load(plan, max_sim_s):.6g} fit, or raise the bound")
+    least = warm + steps * plan.compute_s  # every step computes, whatever the WAN does
+    if least >= max_sim_s:
+        raise ValueError(
+            f"max_sim_s = {max_sim_s:g} s: a run of {steps} steps needs at least {least:.3g} s of "
+            f"simulated time ({steps} x the compute time {plan.compute_s:.3g} s, plus "
+            f"{warm:.3g} s of warm-up); raise max_sim_s or lower the steps")
     est = estimate_events(plan, load, steps, max_sim_s)
     if est["total"] > max_events:
         raise ValueError(

@@ -249,7 +249,15 @@ def test_bad_variant_H_seed_and_scheduler():
 
 
 def test_run_past_its_bound_stops_and_says_so():
-    with pytest.raises(SimulationBoundError, match=r"max_sim_s = 0.01 s .* after 2 of 100 steps"):
+    # AdamW's step is 4.07 ms (docs/model.md section 12): the third step ends after 10 ms
+    with pytest.raises(SimulationBoundError, match=r"max_sim_s = 0.01 s .* after 2 of 10 steps"):
+        events.run(bandjax.reference(), "adamw", 0.0, steps=10, max_sim_s=0.01)
+
+
+def test_a_run_whose_compute_alone_exceeds_the_bound_is_refused_before_it_starts():
+    # 100 steps compute for 100 x 0.4918 ms = 49 ms at least, over a bound of 10 ms
+    with pytest.raises(ValueError, match=r"max_sim_s = 0.01 s: a run of 100 steps needs at least "
+                                         r"0.0492 s"):
         events.run(bandjax.reference(), "adamw", 0.0, steps=100, max_sim_s=0.01)
 
 

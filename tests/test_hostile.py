@@ -205,6 +205,9 @@ def test_reported_cases(tmp_path, capsys):
         (["wan", "--scenario", msg1, "--scheduler", "inline"], "link arrivals"),
         (["wan", "--scenario", bg, "--scheduler", "inline"], "link arrivals"),
         (["wan", "--load", "0.9999", "--scheduler", "inline"], "max_sim_s = 3600 s"),
+        # found by test_random_wan_arguments: the bound was met mid-run, after a progress bar
+        (["wan", "--load", "0", "--max-sim-s", "1e-9", "--scheduler", "inline"],
+         "max_sim_s = 1e-09 s: a run of"),
         (["wan", "--steps", "100000000000000"], str(_limits.MAX_STEPS)),
         (["wan", "--seeds", "1000000"], str(_limits.MAX_SEEDS)),
         (["wan", "--load", "0.5", "0.5"], "given twice"),
