@@ -19,7 +19,8 @@ from bandjax.report import explorer, views
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-SECTIONS = ("bandwidth", "stages", "breakeven", "shared_wan", "model", "sync_h", "energy", "cluster")
+SECTIONS = ("bandwidth", "stages", "breakeven", "shared_wan", "model", "sync_h", "energy", "cluster",
+            "uncertainty")
 
 
 def fake_results(sc=None) -> dict:
@@ -79,8 +80,9 @@ def ref_views(sweeps):
 
 
 def full_results(sc, reference_results: dict) -> dict:
-    """fake_results with the reference report's setup, headline and cluster sections."""
-    return {**fake_results(sc), **{k: reference_results[k] for k in ("setup", "headline", "cluster")}}
+    """fake_results with the reference report's setup, headline, cluster and uncertainty sections."""
+    return {**fake_results(sc), **{k: reference_results[k]
+                                   for k in ("setup", "headline", "cluster", "uncertainty")}}
 
 
 def _at(rows, vid, i, **sel):
@@ -325,8 +327,8 @@ def test_cli_writes_the_page(tmp_path, monkeypatch, capsys, sweeps):
     assert asked == [bj.reference()]
     page = tmp_path / "explorer.html"
     assert "wrote" in capsys.readouterr().out and page.stat().st_size > 1e5
-    # break-evens (3 parts), shared WAN, load-0 dots, your cluster, the headline
-    assert page.read_text().count("Not available yet.") == 7
+    # break-evens (3 parts), shared WAN, load-0 dots, your cluster, the headline, how sure
+    assert page.read_text().count("Not available yet.") == 8
 
 
 def test_cli_rejects_a_bad_scenario(tmp_path, capsys):
@@ -401,7 +403,7 @@ def test_page_in_browser_offline(browser, pages, tmp_path):
                                                        "sync_h", "energy")}
         for cid, c in charts.items():
             assert c["w"] > 300 and c["h"] > 200 and c["marks"] >= 3, (cid, c)
-        assert page.locator("p.missing").count() == 7  # as in test_cli_writes_the_page
+        assert page.locator("p.missing").count() == 8  # as in test_cli_writes_the_page
         # pressing play sweeps the bandwidth: the readout and the marker move
         before = page.inner_text("#readout-bandwidth")
         assert "Winner at 12.5 GB/s: top-k (0.925 s" in before
@@ -512,6 +514,60 @@ def test_page_in_browser_with_every_section(browser, pages, tmp_path, reference_
                                ".startsWith('t = 0 ms')", timeout=5_000)
         _check_headline_and_cluster(page, full_results(bj.reference(), reference_report[1]))
         _artifact(tmp_path, page, "explorer-all-sections.png")
+        assert log["errors"] == [] and log["requests"] == []
+    finally:
+        page.close()
+
+
+def test_page_draws_the_probability_of_winning(browser, tmp_path, reference_report, sweeps):
+    # With uncertain inputs the section draws each compared pair's probability of winning against
+    # bandwidth and its break-even interval, and its words follow the basis control. Reference:
+    # the section's own results (bandjax.uncertainty on a fixed seed, tests/test_report_uncertainty.py).
+    import json as _json
+
+    from bandjax import uncertainty as U
+    from bandjax.report import uncertainty as section
+
+    sc = bj.reference().replace(uncertain=(("steps.band_pluggable", U.Seeds([1800, 1650, 2010])),))
+    u = _json.loads(_json.dumps(bj.report._json_ready(
+        section.build(sc, {"uncertainty_samples": 200}))))[section.KEY]
+    results = {**full_results(sc, reference_report[1]), "uncertainty": u}
+    path = explorer.write(tmp_path / "sure", sc, results=results, sweeps=sweeps)
+    # without uncertain inputs (the reference report): words, no chart
+    plain, _ = _open(browser, explorer.write(tmp_path / "plain", bj.reference(),
+                                             results=full_results(bj.reference(), reference_report[1]),
+                                             sweeps=sweeps))
+    try:
+        assert "chart-uncertainty" not in _charts_render(plain)
+        assert "point value" in plain.inner_text("#uncertainty")
+    finally:
+        plain.close()
+    page, log = _open(browser, path)
+    try:
+        chart = _charts_render(page)["chart-uncertainty"]
+        pairs = {(e["a"], e["b"]) for e in u["break_even_GBps"]}
+        assert chart["w"] > 300 and chart["h"] > 200 and chart["marks"] >= len(pairs), chart
+        svg = page.inner_text("#chart-uncertainty")
+        for words in ("probability the first of the pair wins", "(GB/s, log)", "E' vs AdamW",
+                      "scenario: 12.5 GB/s", "5% to 95% of samples"):
+            assert words in svg, words
+        # the curves are the section's numbers, on the basis the control selects
+        for basis in bj.BASES:
+            page.select_option("#ctl-basis", basis)
+            page.wait_for_timeout(200)
+            e = next(e for e in u["break_even_GBps"] if (e["a"], e["b"]) == ("band_switch", "adamw")
+                     and e["basis"] == basis)
+            drawn = page.evaluate("() => SPECS.uncertainty.datasets.p_wins.filter(r => r.pair === "
+                                  "\"E' vs AdamW\" && (r.basis === '*' || r.basis === STATE.basis))"
+                                  ".map(r => r.p)")
+            assert drawn == pytest.approx(e["p_a_wins"], abs=1e-6)
+            lo, _, hi = e["monte_carlo_5_50_95"]
+            text = page.inner_text("#uncertainty .conclusions")
+            assert f"between {views.g3(lo)} and {views.g3(hi)} GB/s" in text, (basis, text)
+        # the interval bars sit across 50%: one per pair and basis that crosses in range
+        bars = page.evaluate("() => SPECS.uncertainty.datasets.intervals.filter(r => r.p === 0.5).length")
+        assert bars == sum(1 for e in u["break_even_GBps"] if e["monte_carlo_5_50_95"][0] is not None)
+        _artifact(tmp_path, page, "explorer-uncertainty.png")
         assert log["errors"] == [] and log["requests"] == []
     finally:
         page.close()

@@ -74,9 +74,9 @@ def test_missing_results_are_named_in_the_markdown(tmp_path, reference_report):
     ctx = {"out": tmp_path, "results": {}, "sweeps": reference_report[3]}
     res = report._json_ready(figures.build(bj.reference(), ctx))
     md = figures.markdown(res)
-    # break-evens (3 parts), shared WAN, load-0 dots, your cluster
-    assert md.count("*Not available yet:*") == 6
-    assert "results key cluster" in md
+    # break-evens (3 parts), shared WAN, load-0 dots, your cluster, how sure
+    assert md.count("*Not available yet:*") == 7
+    assert "results key cluster" in md and "results key uncertainty" in md
     ids = [e["id"] for e in res["figures"]]
     assert "shared_wan_trace" not in ids and "cluster" not in ids
 

@@ -1,9 +1,9 @@
 """The explorer page: one self-contained ``explorer.html`` that opens from disk with no network.
 
-The report's headline at the top, then eight sections (bandwidth, module stages, break-evens,
-shared WAN, model size, syncing every H steps, energy, your cluster), each a chart from :mod:`bandjax.report.figures` in its interactive form, a
-conclusion written from the numbers, its assumptions, and a plain note for any part whose data is
-not available yet. Vega, Vega-Lite and vega-embed are inlined from vl-convert's bundle; the page
+The report's headline at the top, then nine sections (bandwidth, module stages, break-evens,
+shared WAN, model size, syncing every H steps, energy, your cluster, how sure), each with its
+charts from :mod:`bandjax.report.figures` in their interactive form, a conclusion written from the
+numbers, its assumptions, and a plain note for any part whose data is not available yet. Vega, Vega-Lite and vega-embed are inlined from vl-convert's bundle; the page
 loads nothing else (no script, font or style from the network).
 
 Controls at the top (steps basis, ENOB, module budget) set Vega signals of every chart that reads

@@ -515,6 +515,60 @@ def cluster_charts(view: _views.View, sc: Scenario, interactive: bool = False) -
     return {"cluster": (_finish(chart), data)}
 
 
+# ------------------------------------------------------------------------------ 9. how sure
+
+INTERVAL_LEGEND = "break-even, 5% to 95% of samples (diamond: median)"
+
+
+def uncertainty_chart(view: _views.View, sc: Scenario, interactive: bool = False):
+    """Each compared pair's probability that its first variant reaches the target first, against
+    WAN bandwidth, with the 90% interval of its break-even drawn as a bar at 50%. None without
+    uncertain inputs (nothing to draw)."""
+    d = view.data
+    if not d.get("p_wins"):
+        return None
+    sel = _sel(sc, interactive)
+    where = _basis_filter(sel)
+    x = _log_x("WAN bandwidth per direction (GB/s, log)", C.BANDWIDTH_RANGE_GBps)
+    y = alt.Y("p:Q", title="probability the first of the pair wins",
+              scale=alt.Scale(domain=[0, 1], nice=False), axis=alt.Axis(format="%"))
+    color = alt.Color("pair:N", title="pair (first vs second)", scale=alt.Scale(domain=d["pairs"]),
+                      legend=alt.Legend(labelLimit=360))
+    curves = alt.Chart(alt.NamedData(name="p_wins")).transform_filter(where).mark_line(
+        strokeWidth=2.5, point=alt.OverlayMarkDef(size=8)).encode(
+        x=x, y=y, color=color,
+        tooltip=[alt.Tooltip("pair:N"), alt.Tooltip("GBps:Q", title="GB/s", format=".3g"),
+                 alt.Tooltip("p:Q", title="probability the first wins", format=".0%")])
+    half = alt.Chart(alt.NamedData(name="half")).mark_rule(strokeDash=[2, 3], color="#888").encode(
+        y=alt.Y("p:Q"))
+    wan = alt.Chart(alt.NamedData(name="scenario")).encode(x=alt.X("GBps:Q"))
+    layers = [half, wan.mark_rule(strokeDash=[4, 4], color="#666"),
+              wan.mark_text(align="left", dx=4, dy=-4, baseline="bottom", color="#444",
+                            fontSize=11).encode(text="label:N", y=alt.value(0)), curves]
+    if d["intervals"]:
+        bars = alt.Chart(alt.NamedData(name="intervals")).transform_filter(where).transform_calculate(
+            what=f"'{INTERVAL_LEGEND}'")
+        tip = [alt.Tooltip("pair:N"), alt.Tooltip("lo:Q", title="5% (GB/s)", format=".3g"),
+               alt.Tooltip("mid:Q", title="median (GB/s)", format=".3g"),
+               alt.Tooltip("hi:Q", title="95% (GB/s)", format=".3g")]
+        layers += [bars.mark_rule(strokeWidth=7, opacity=0.4).encode(
+                       x=alt.X("lo:Q"), x2="hi:Q", y=y, color=color, tooltip=tip),
+                   bars.mark_point(shape="diamond", size=120, filled=True, opacity=1).encode(
+                       x=alt.X("mid:Q"), y=y, color=color, tooltip=tip,
+                       shape=alt.Shape("what:N", title="break-even", scale=alt.Scale(
+                           domain=[INTERVAL_LEGEND], range=["diamond"]),
+                           legend=alt.Legend(labelLimit=360, symbolFillColor="#555")))]
+    chart = alt.layer(*layers).properties(width="container" if interactive else WIDTH,
+                                          height=HEIGHT)
+    if interactive:
+        chart = chart.add_params(*[p for p in _params(True, sc) if p.name == "basis"])
+    else:
+        chart = chart.properties(title=f"Probability of winning, {BASES[0]} basis")
+    data = {"p_wins": d["p_wins"], "intervals": d["intervals"], "half": [{"p": 0.5}],
+            "scenario": [{"GBps": d["wan_GBps"], "label": f"scenario: {_views.g3(d['wan_GBps'])} GB/s"}]}
+    return _finish(chart, legend="bottom" if interactive else "right"), data
+
+
 # ------------------------------------------------------------------------------ all charts
 
 
@@ -539,6 +593,10 @@ def _charts(views, sc, interactive):
         if v.key == "cluster":
             for cid, (chart, data) in cluster_charts(v, sc, interactive).items():
                 out[cid] = (v.key, chart, data)
+        if v.key == "uncertainty":
+            drawn = uncertainty_chart(v, sc, interactive)
+            if drawn is not None:
+                out[v.key] = (v.key, *drawn)
     return out
 
 

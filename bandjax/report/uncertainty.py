@@ -27,7 +27,15 @@ from ..variants import DEFAULT_PAIRS
 KEY = "uncertainty"
 SAMPLES = 2000  # Monte Carlo draws per pair; ctx["uncertainty_samples"] overrides
 SEED = 0
-P_WINS_GRID_GBps = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 12.5, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0)
+# where the probability of winning is computed: 16 points a decade (3 significant digits) from
+# 0.1 to 1,000 GB/s, the decades and 12.5 GB/s exactly; the scenario's own bandwidth is added
+P_WINS_GRID_GBps = tuple(sorted({float(f"{x:.3g}") for x in np.geomspace(0.1, 1000.0, 65)}
+                                | {0.1, 1.0, 10.0, 12.5, 100.0, 1000.0}))
+
+
+def p_wins_grid(sc: Scenario) -> tuple[float, ...]:
+    """:data:`P_WINS_GRID_GBps` with the scenario's WAN bandwidth, GB/s, ascending."""
+    return tuple(sorted(set(P_WINS_GRID_GBps) | {float(sc.wan_Bps) / 1e9}))
 
 
 def _pairs(sc: Scenario) -> list[tuple[str, str]]:
@@ -69,13 +77,14 @@ def build(sc: Scenario, ctx: dict) -> dict:
         from ..uncertainty import propagate_break_even
 
         samples = int(ctx.get("uncertainty_samples", SAMPLES))
+        grid = p_wins_grid(sc)
         result.update(inputs=[_dist.describe(n, d) for n, d in sc.uncertain], samples=samples,
-                      seed=SEED, bandwidth_GBps=list(P_WINS_GRID_GBps), break_even_GBps=[])
+                      seed=SEED, bandwidth_GBps=list(grid), break_even_GBps=[])
         for a, b in _pairs(sc):
             basis_dependent = sc.variant(a).basis_dependent or sc.variant(b).basis_dependent
             for basis in BASES if basis_dependent else BASES[:1]:
                 r = propagate_break_even(sc, a, b, None, samples, SEED, basis=basis,
-                                         bandwidth=P_WINS_GRID_GBps)
+                                         bandwidth=grid)
                 result["break_even_GBps"].append({
                     "a": a, "b": b, "basis": basis if basis_dependent else None,
                     "point": float(break_even(sc, a, b, basis=basis).x[..., 0]) / 1e9,
@@ -100,12 +109,9 @@ def _g(x, unit: str = "GB/s") -> str:
     return "-" if x is None or (isinstance(x, float) and not np.isfinite(x)) else f"{x:.3g} {unit}"
 
 
-def markdown(results: dict) -> str:
-    r = results.get(KEY)
-    if r is None:
-        return ""
+def weakest_words(r: dict) -> list[str]:
+    """The single-seed steps of ``r`` (the section's results) and what they decide, in words."""
     short = r["short"]
-    out = ["## Uncertainty", ""]
     weak = []
     for w in r["weakest_input"]:
         line = (f"{short[w['variant']]}'s steps to target ({w['steps']:,.0f} steps at ENOB "
@@ -116,6 +122,16 @@ def markdown(results: dict) -> str:
                 for d in w["decides"]) + "; there (of the bandwidths in results.json) the winner differs "
                 "between the bases")
         weak.append(line)
+    return weak
+
+
+def markdown(results: dict) -> str:
+    r = results.get(KEY)
+    if r is None:
+        return ""
+    short = r["short"]
+    out = ["## Uncertainty", ""]
+    weak = weakest_words(r)
     if r["point_values"]:
         out.append("Every answer of this report is a point value: the scenario has no uncertain "
                    "inputs (add an `[uncertain]` table to its file, e.g. "

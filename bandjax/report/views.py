@@ -1093,6 +1093,102 @@ def _cluster_table(sc: Scenario, cl: dict) -> dict:
                         f"basis, at {fmt_GBps(cl['wan_GBps'])} per directed link.")}
 
 
+# ------------------------------------------------------------------------------ 9. how sure
+
+
+def _pair(e: dict) -> str:
+    return f"{short(e['a'])} vs {short(e['b'])}"
+
+
+def _mc(e: dict):
+    """(5%, 50%, 95%) of a pair's Monte Carlo break-evens, GB/s, or None where no sample crossed."""
+    q = e["monte_carlo_5_50_95"]
+    return None if any(x is None for x in q) else tuple(float(x) for x in q)
+
+
+def _uncertainty_words(u: dict, basis: str) -> list[str]:
+    bw = list(u["bandwidth_GBps"])
+    i0 = int(np.argmin([abs(math.log(b / u["wan_GBps"])) for b in bw]))
+    words = []
+    for e in u["break_even_GBps"]:
+        if e["basis"] not in (None, basis):
+            continue
+        p = float(e["p_a_wins"][i0])
+        s = (f"{_pair(e)}: {short(e['a'])} reaches the target first in {100 * p:.0f}% of samples "
+             f"at the scenario's {fmt_GBps(bw[i0])}")
+        q = _mc(e)
+        if q is None:
+            s += "; no sample has a break-even in the searched range"
+        else:
+            share = e["crossing_share"]
+            s += (f"; 90% of the break-evens lie between {g3(q[0])} and {g3(q[2])} GB/s, median "
+                  f"{g3(q[1])} GB/s ({'every sample crosses' if share == 1 else f'{100 * share:.0f}% of samples cross'})")
+        words.append(s + ".")
+    return words
+
+
+def uncertainty_view(sc: Scenario, results: dict) -> View:
+    """How firm the answers are: with uncertain inputs, each compared pair's probability of
+    winning against bandwidth and its break-even's 90% interval; without, a note that every answer
+    is a point value and which input is weakest."""
+    from .uncertainty import weakest_words
+
+    view = View("uncertainty", "How sure: uncertain inputs and the chance of winning")
+    u = results.get("uncertainty")
+    if not isinstance(u, dict) or "point_values" not in u:
+        view.missing.append("The uncertainty section's results (break-even intervals and the "
+                            "probability of winning): not available yet (results key uncertainty).")
+        return view
+    weak = weakest_words(u)
+    if u["point_values"]:
+        view.say("Every answer on this page is a point value: the scenario has no uncertain inputs "
+                 "(an [uncertain] table in its file, or Scenario.uncertain, adds them; then this "
+                 "section draws each pair's probability of winning against bandwidth).")
+        if weak:
+            view.say("The weakest input is " + "; ".join(weak) + ".")
+        return view
+    rows, intervals = [], []
+    for e in u["break_even_GBps"]:
+        b = e["basis"] or ANY
+        rows += [{"pair": _pair(e), "basis": b, "GBps": _num(g), "p": _num(p)}
+                 for g, p in zip(u["bandwidth_GBps"], e["p_a_wins"])]
+        q = _mc(e)
+        if q is not None:
+            intervals.append({"pair": _pair(e), "basis": b, "lo": _num(q[0]), "mid": _num(q[1]),
+                              "hi": _num(q[2]), "p": 0.5})
+    view.data = {"p_wins": rows, "intervals": intervals, "wan_GBps": _num(u["wan_GBps"]),
+                 "pairs": list(dict.fromkeys(r["pair"] for r in rows))}
+    view.table = {"columns": ["pair", "basis", "break-even (point)", "Monte Carlo 5% to 95%",
+                              "delta method 5% to 95%", "samples crossing"],
+                  "rows": [[_pair(e), e["basis"] or "either",
+                            "-" if e["point"] is None else fmt_GBps(e["point"]),
+                            "-" if _mc(e) is None else
+                            f"{g3(_mc(e)[0])} to {g3(_mc(e)[2])} GB/s",
+                            "-" if None in e["delta_method_5_50_95"] else
+                            f"{g3(e['delta_method_5_50_95'][0])} to {g3(e['delta_method_5_50_95'][2])} GB/s",
+                            f"{100 * e['crossing_share']:.0f}%"] for e in u["break_even_GBps"]],
+                  "nowrap": [2, 3, 4],
+                  "caption": (f"Bandwidth break-evens per WAN direction under the uncertain inputs "
+                              f"({u['samples']} samples, seed {u['seed']}).")}
+    words = {b: _uncertainty_words(u, b) for b in BASES}
+    view.by_setting = {setting_key(at): words[at["basis"]] for at in settings(sc)}
+    view.conclusion = ([s if s in words[BASES[1]] else _tagged(s, f"{BASES[0]} basis")
+                        for s in words[BASES[0]]]
+                       + [_tagged(s, f"{BASES[1]} basis") for s in words[BASES[1]]
+                          if s not in words[BASES[0]]])
+    view.assumptions = [
+        f"Monte Carlo over {u['samples']} samples (seed {u['seed']}) of the uncertain inputs: "
+        + "; ".join(u["inputs"]) + ". Every other input is the scenario's value.",
+        "The probability is the share of samples in which the first of the pair reaches the "
+        "target loss first at that WAN bandwidth; the bar at 50% spans the samples' break-evens "
+        "from 5% to 95%, with a diamond at the median.",
+        *(["Single-seed steps: " + "; ".join(weak) + "."] if weak else []),
+        f"At {setting_text(sc)}: the ENOB and budget controls do not move this section, the "
+        "basis control does.",
+    ]
+    return view
+
+
 # ------------------------------------------------------------------------------ all
 
 
@@ -1105,4 +1201,5 @@ def collect(sc: Scenario, results: dict | None = None, sweeps: Sweeps | None = N
         bw = bandwidth_view(sc, results, sw)
         return [bw, stages_view(sc, results, sw), breakeven_view(sc, results, bw),
                 shared_wan_view(sc, results), model_view(sc, results, sw), h_view(sc, results, sw),
-                energy_view(sc, results, sw), cluster_view(sc, results)]
+                energy_view(sc, results, sw), cluster_view(sc, results),
+                uncertainty_view(sc, results)]
