@@ -208,6 +208,15 @@ def _conclude(view: View, sc: Scenario, words) -> None:
                         + [_tagged(s, "exact basis") for s in exa if s not in hyp])
 
 
+def _conclude_by_basis(view: View, sc: Scenario, words: dict[str, list[str]]) -> None:
+    """As :func:`_conclude` for a section only the basis control moves: ``words`` per basis."""
+    view.by_setting = {setting_key(at): words[at["basis"]] for at in settings(sc)}
+    view.conclusion = ([s if s in words[BASES[1]] else _tagged(s, f"{BASES[0]} basis")
+                        for s in words[BASES[0]]]
+                       + [_tagged(s, f"{BASES[1]} basis") for s in words[BASES[1]]
+                          if s not in words[BASES[0]]])
+
+
 def _tagged(sentence: str, tag: str) -> str:
     """``sentence`` with ``tag`` in its closing parenthesis, or a new one."""
     if sentence.endswith(")."):
@@ -1056,12 +1065,7 @@ def cluster_view(sc: Scenario, results: dict) -> View:
     view.data = {"times": times, "winners": winners, "break_evens": rows, "dcs": list(cl["dcs"]),
                  "topologies": list(cl["topologies"]), "wan_GBps": _num(cl["wan_GBps"])}
     view.table = _cluster_table(sc, cl)
-    words = {b: _cluster_words(cl, b) for b in BASES}
-    view.by_setting = {setting_key(at): words[at["basis"]] for at in settings(sc)}
-    view.conclusion = ([s if s in words[BASES[1]] else _tagged(s, f"{BASES[0]} basis")
-                        for s in words[BASES[0]]]
-                       + [_tagged(s, f"{BASES[1]} basis") for s in words[BASES[1]]
-                          if s not in words[BASES[0]]])
+    _conclude_by_basis(view, sc, {b: _cluster_words(cl, b) for b in BASES})
     lat = float(cl["latency_ms"])
     view.assumptions = [
         f"At the scenario's {fmt_GBps(cl['wan_GBps'])} on every directed WAN link and "
@@ -1170,12 +1174,7 @@ def uncertainty_view(sc: Scenario, results: dict) -> View:
                   "nowrap": [2, 3, 4],
                   "caption": (f"Bandwidth break-evens per WAN direction under the uncertain inputs "
                               f"({u['samples']} samples, seed {u['seed']}).")}
-    words = {b: _uncertainty_words(u, b) for b in BASES}
-    view.by_setting = {setting_key(at): words[at["basis"]] for at in settings(sc)}
-    view.conclusion = ([s if s in words[BASES[1]] else _tagged(s, f"{BASES[0]} basis")
-                        for s in words[BASES[0]]]
-                       + [_tagged(s, f"{BASES[1]} basis") for s in words[BASES[1]]
-                          if s not in words[BASES[0]]])
+    _conclude_by_basis(view, sc, {b: _uncertainty_words(u, b) for b in BASES})
     view.assumptions = [
         f"Monte Carlo over {u['samples']} samples (seed {u['seed']}) of the uncertain inputs: "
         + "; ".join(u["inputs"]) + ". Every other input is the scenario's value.",
