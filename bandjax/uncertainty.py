@@ -177,7 +177,7 @@ class BreakEvenUncertainty:
                 f"samples cross in range); delta method {d[1]:.4g} GB/s, {d[0]:.4g} to {d[2]:.4g} GB/s")
 
 
-@partial(jax.jit, static_argnames=("ia", "ib", "fields", "steps_index"))
+@partial(jax.jit, static_argnames=("fields", "steps_index"))
 def sample_roots(sc, V, steps0, lo, hi, *, ia, ib, fields, steps_index):
     """Every sample's first crossing of a (index ``ia``) and b over WAN bandwidth, B/s (NaN: none
     in [lo, hi]): one vmapped search over the rows of ``V`` (samples, parameter)."""
@@ -189,10 +189,10 @@ def sample_roots(sc, V, steps0, lo, hi, *, ia, ib, fields, steps_index):
     return jax.vmap(one)(V)
 
 
-_quick_roots = _jax.quick(sample_roots, static_argnames=("ia", "ib", "fields", "steps_index"))
+_quick_roots = _jax.quick(sample_roots, static_argnames=("fields", "steps_index"))
 
 
-@partial(jax.jit, static_argnames=("ia", "ib", "fields", "steps_index"))
+@partial(jax.jit, static_argnames=("fields", "steps_index"))
 def _sample_wins(sc, V, steps0, grid_Bps, *, ia, ib, fields, steps_index):
     """Whether a reaches the target before b at each grid bandwidth, per sample."""
 
