@@ -1,15 +1,73 @@
-"""Strict numerics for every test: 64-bit floats, warnings are errors (pyproject filterwarnings)."""
+"""Strict numerics for every test: 64-bit floats, warnings are errors (pyproject filterwarnings).
 
-import jax
+One test run shares a fresh temporary folder, removed at its end: JAX's compilation cache on
+disk (the workers of pytest-xdist and the command-line subprocesses compile the same functions
+once between them) and the reference report, built once (by the first worker to ask for it, the
+others waiting on a lock).
+"""
+
+import contextlib
+import fcntl
+import json
+import os
+import pickle
+import shutil
+import tempfile
+from pathlib import Path
+
+FIRST = "BANDJAX_TEST_SHARED" not in os.environ  # the run's first process (not an xdist worker)
+if FIRST:
+    os.environ["BANDJAX_TEST_SHARED"] = tempfile.mkdtemp(prefix="bandjax-test-")
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = os.path.join(os.environ["BANDJAX_TEST_SHARED"], "jax-cache")
+    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.2"
+    # pytest-xdist runs a worker per core (pyproject's addopts): XLA's own thread pools, sized to
+    # every core, would oversubscribe them (172 s against 199 s for the suite on 2 cores)
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
+                               " intra_op_parallelism_threads=1").strip()
+
+import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
+jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 
 
 import pytest  # noqa: E402
 
 
-@pytest.fixture(autouse=True, scope="session")
-def small_shared_wan_runs():
+SHARED = Path(os.environ["BANDJAX_TEST_SHARED"])
+REPORT = SHARED / "reference_report"  # rep/ (the report), sweeps.pickle, sweep_calls.json, done
+
+
+def pytest_addoption(parser):
+    parser.addoption("--run-slow", action="store_true",
+                     help="also run the tests marked slow (subprocesses, notebooks, the benchmark "
+                          "smoke run, kill tests); CI runs them")
+
+
+def pytest_unconfigure(config):
+    if FIRST:
+        shutil.rmtree(SHARED, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(config, items):
+    # Under pytest-xdist (-n 2 --dist loadfile --no-loadscope-reorder, files in this order): the
+    # module that reads the reference report most goes first, so one worker builds the report
+    # while the other runs the modules that do not need it; the other readers go last.
+    readers = [item.module.__name__ for item in items if "reference_report" in item.fixturenames]
+    first = max(set(readers), key=readers.count, default=None)
+    items.sort(key=lambda item: 0 if item.module.__name__ == first else
+               2 if item.module.__name__ in readers else 1)  # stable: file order otherwise
+    if config.getoption("--run-slow"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --run-slow (CI does)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
+@contextlib.contextmanager
+def _small_shared_wan():
     """Report-level tests run the shared-WAN section at a small size, in this process; the
     engine's own tests (tests/test_events*.py) check it at the sizes they need."""
     from bandjax.report import shared_wan
@@ -21,17 +79,21 @@ def small_shared_wan_runs():
         yield
 
 
-@pytest.fixture(scope="session")
-def reference_report(tmp_path_factory, small_shared_wan_runs):
-    """The reference report, built once for every report and page test: (folder, results dict as
-    written to results.json, results.md text, the one pass of sweeps it was built from)."""
-    import json
+@pytest.fixture(autouse=True, scope="session")
+def small_shared_wan_runs():
+    with _small_shared_wan():
+        yield
 
+
+def _build_reference_report() -> None:
+    """Write the reference report into REPORT/rep (with every call of sweep made while it is
+    built, for tests/test_schema.py, and its pass of sweeps pickled), then REPORT/done."""
     import bandjax
     from bandjax import report
+    from bandjax.report import passes, views
 
-    out = tmp_path_factory.mktemp("reference_report")
-    sweeps = {}
+    REPORT.mkdir(exist_ok=True)
+    sweeps, calls = {}, {"passes": [], "views": []}
     build = report.build
 
     def keep(scenario=None, ctx=None):
@@ -41,8 +103,47 @@ def reference_report(tmp_path_factory, small_shared_wan_runs):
         finally:
             sweeps["pass"] = ctx.get("sweeps")
 
-    with pytest.MonkeyPatch.context() as mp:
+    def counted(module, key):
+        real = module.sweep
+        return lambda *a, **k: calls[key].append(sorted(k)) or real(*a, **k)
+
+    with _small_shared_wan(), pytest.MonkeyPatch.context() as mp:
         mp.setattr(report, "build", keep)
-        paths = report.write(out / "rep", bandjax.reference())
-    results = json.loads(paths["json"].read_text())
-    return out / "rep", results, paths["md"].read_text(), sweeps["pass"]
+        mp.setattr(passes, "sweep", counted(passes, "passes"))
+        mp.setattr(views, "sweep", counted(views, "views"))
+        report.write(REPORT / "rep", bandjax.reference())
+    (REPORT / "sweep_calls.json").write_text(json.dumps(calls))
+    (REPORT / "sweeps.pickle").write_bytes(pickle.dumps(sweeps["pass"]))
+    (REPORT / "done").write_text("")
+
+
+@pytest.fixture(scope="session")
+def reference_report(small_shared_wan_runs):
+    """The reference report, built once per test run for every report and page test: (folder,
+    results dict as written to results.json, results.md text, the one pass of sweeps it was
+    built from)."""
+    with open(SHARED / "reference_report.lock", "w") as lock:  # one builds, the others wait
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (REPORT / "done").exists():
+            _build_reference_report()
+    rep = REPORT / "rep"
+    return (rep, json.loads((rep / "results.json").read_text()), (rep / "results.md").read_text(),
+            pickle.loads((REPORT / "sweeps.pickle").read_bytes()))
+
+
+@pytest.fixture(scope="session")
+def uncertain_section():
+    """The report's uncertainty section for the reference scenario with uncertain inputs (E's
+    steps as three seeds, E''s d log-normal), 200 samples: (scenario, results as JSON gives them
+    back). Shared by the section's tests and the page's."""
+    import json
+
+    import bandjax
+    from bandjax import uncertainty as U
+    from bandjax.report import _json_ready
+    from bandjax.report import uncertainty as section
+
+    sc = bandjax.reference().replace(uncertain=(
+        ("steps.band_pluggable", U.Seeds([1800, 1650, 2010])),
+        ("fixed_s.band_switch", U.LogNormal(0.0227e-3, 0.2))))
+    return sc, json.loads(json.dumps(_json_ready(section.build(sc, {"uncertainty_samples": 200}))))

@@ -148,6 +148,7 @@ def test_finite_makes_valid_json():
     assert out == {"a": [1.0, None], "b": {"c": None}, "d": "x"}
 
 
+@pytest.mark.slow
 def test_quick_run_writes_every_key(tmp_path):
     out = tmp_path / "results.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}

@@ -70,6 +70,7 @@ def test_round_trip_recovers_every_d_gpu_and_port():
     assert float(cal.scenario.fixed_s["adamw"]) == pytest.approx(REF.fixed_s["adamw"], rel=1e-9)
 
 
+@pytest.mark.slow
 def test_one_model_size_does_not_separate_gpu_port_and_d():
     rows = rows_from(REF)
     cal = C.calibrate(rows, FIT, perturbed(REF))
@@ -101,6 +102,7 @@ def test_identifiability_wan_against_the_same_variants_d():
 # --------------------------------------------------------------------------- coverage
 
 
+@pytest.mark.slow
 def test_95_percent_intervals_cover_the_truth_90_to_99_percent_of_fits():
     """200 data sets with 1% multiplicative noise (seed 0), solved in one vmapped call; each
     fitted parameter's 95% interval (t quantile, reduced chi-square scale) must contain the

@@ -135,6 +135,7 @@ def _python_snippets(page: str) -> list[str]:
     return [m[2] for m in blocks if m[1] != NEW_API]
 
 
+@pytest.mark.slow
 def test_tutorial_snippets_run(capsys):
     snippets = _python_snippets("tutorial.md")
     assert len(snippets) >= 10  # the page's current-API snippets, every part but the last

@@ -519,24 +519,17 @@ def test_page_in_browser_with_every_section(browser, pages, tmp_path, reference_
         page.close()
 
 
-def test_page_draws_the_probability_of_winning(browser, tmp_path, reference_report, sweeps):
+def test_page_draws_the_probability_of_winning(browser, pages, tmp_path, reference_report, sweeps,
+                                               uncertain_section):
     # With uncertain inputs the section draws each compared pair's probability of winning against
     # bandwidth and its break-even interval, and its words follow the basis control. Reference:
-    # the section's own results (bandjax.uncertainty on a fixed seed, tests/test_report_uncertainty.py).
-    import json as _json
-
-    from bandjax import uncertainty as U
-    from bandjax.report import uncertainty as section
-
-    sc = bj.reference().replace(uncertain=(("steps.band_pluggable", U.Seeds([1800, 1650, 2010])),))
-    u = _json.loads(_json.dumps(bj.report._json_ready(
-        section.build(sc, {"uncertainty_samples": 200}))))[section.KEY]
+    # the section's own results (bandjax.uncertainty on a fixed seed, tests/conftest.py).
+    sc, u = uncertain_section
+    u = u["uncertainty"]
     results = {**full_results(sc, reference_report[1]), "uncertainty": u}
     path = explorer.write(tmp_path / "sure", sc, results=results, sweeps=sweeps)
-    # without uncertain inputs (the reference report): words, no chart
-    plain, _ = _open(browser, explorer.write(tmp_path / "plain", bj.reference(),
-                                             results=full_results(bj.reference(), reference_report[1]),
-                                             sweeps=sweeps))
+    # without uncertain inputs (the reference report's section): words, no chart
+    plain, _ = _open(browser, pages["full"])
     try:
         assert "chart-uncertainty" not in _charts_render(plain)
         assert "point value" in plain.inner_text("#uncertainty")

@@ -140,6 +140,7 @@ def test_refuses_what_is_not_a_report(tmp_path):
     assert afile.read_text() == "x"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", range(KILLS))
 def test_killed_report_subprocess(tmp_path, k):
     """`bandjax report` (small shared-WAN section) killed by SIGKILL or SIGINT at a seeded random

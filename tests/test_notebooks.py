@@ -29,6 +29,7 @@ def test_there_are_notebooks():
     assert [p.name for p in NOTEBOOKS][:1] == ["bandwidth_sweep.ipynb"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs(path, monkeypatch):
     import nbformat

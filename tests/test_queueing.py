@@ -46,6 +46,7 @@ def test_idle_brownian_limits():
     assert float(idle_s(2e-3, 5e-4, 0.0, s_bg)) == pytest.approx(1.5e-3, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_within_5_percent_of_the_engine_at_100gbe():
     # the brief's bound: at 12.5 GB/s and loads up to 0.9, within 5% of the engine's mean over
     # 32 seeds (100 steps each: the standard error of the mean is at most 2.2% here)

@@ -6,7 +6,6 @@ scenario's own steps (docs/model.md section 6: E' takes E's steps on the hypothe
 band's 2,667 on the exact basis).
 """
 
-import json
 
 import numpy as np
 import pytest
@@ -38,10 +37,9 @@ def test_without_uncertain_inputs_answers_are_point_values_and_e_steps_are_weake
 
 
 @pytest.fixture(scope="module")
-def uncertain():
-    sc = REF.replace(uncertain=(("steps.band_pluggable", U.Seeds([1800, 1650, 2010])),
-                                ("fixed_s.band_switch", U.LogNormal(0.0227e-3, 0.2))))
-    return sc, json.loads(json.dumps(bandjax.report._json_ready(section.build(sc, {"uncertainty_samples": 200}))))
+def uncertain(uncertain_section):
+    """E's steps as three seeds and E''s d log-normal, 200 samples (tests/conftest.py)."""
+    return uncertain_section
 
 
 def test_with_uncertain_inputs_break_evens_carry_intervals(uncertain):

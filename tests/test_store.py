@@ -84,6 +84,7 @@ print(peak_rss_B() - before)
 """
 
 
+@pytest.mark.slow
 def test_peak_memory_is_bounded_by_the_chunk_not_the_sweep(tmp_path):
     # 1.2e7 cells = 288 MB of output, written in 4 MiB chunks: the peak may grow by a few chunks
     # (jit temporaries, compressor buffers), not by the sweep.
@@ -169,6 +170,7 @@ while True:  # the old store and the new one in turn, each written over the othe
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "SIGINT"])
 def test_a_write_killed_at_a_random_moment_leaves_a_complete_store(tmp_path, sig):
     # Seeded random moments while writes replace each other; every kill must leave the path
@@ -201,6 +203,7 @@ def test_a_write_killed_at_a_random_moment_leaves_a_complete_store(tmp_path, sig
 # --------------------------------------------------------------------------- on a dask cluster
 
 
+@pytest.mark.slow
 def test_a_local_cluster_writes_the_same_store_bit_for_bit(tmp_path):
     args = {**ARGS, "quantities": ("step_s", "time_to_target_s", "status", "hot_spot")}
     here = store.write(tmp_path / "here.zarr", chunk_B=50_000, progress=False, **args)
