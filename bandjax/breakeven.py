@@ -154,9 +154,10 @@ def _bandwidth_residual(B, theta):
             / (c * B + jnp.maximum(0.0, Q_b * B + V_b)) - 1.0)
 
 
-@partial(jax.jit, static_argnames=("grid", "max_roots"))
+@partial(jax.jit, static_argnames=("grid", "max_roots", "implicit"))
 def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, *,
-                        grid: int = GRID, max_roots: int = MAX_ROOTS) -> Crossings:
+                        grid: int = GRID, max_roots: int = MAX_ROOTS,
+                        implicit: bool = True) -> Crossings:
     """Where variants ``ia`` and ``ib`` reach the target equally fast, over WAN bandwidth (B/s).
 
         r(B) = n_a (c + max(0, Q_a + V_a/B)) / (n_b (c + max(0, Q_b + V_b/B))) - 1,
@@ -171,6 +172,7 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
         grid dimension, broadcasting with the scenario's fields).
       steps_a, steps_b: steps to target of a and b, broadcasting likewise.
       lo_Bps, hi_Bps: the searched range, B/s.
+      implicit: as in :func:`bandjax.roots.find_crossings` (``False``: values only).
 
     Returns:
       :class:`bandjax.roots.Crossings` with ``x`` in B/s; differentiable in ``sc`` and the steps.
@@ -188,11 +190,14 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
     ratio = jnp.where(measured, steps_a, 1.0) / jnp.where(measured, steps_b, 1.0)
     theta = (ratio, c, _pick(Q, ia), _pick(V, ia), _pick(Q, ib), _pick(V, ib))
     c = _roots.find_crossings(_bandwidth_residual, theta, lo_Bps, hi_Bps, grid=grid,
-                              max_roots=max_roots)
+                              max_roots=max_roots, implicit=implicit)
     return _set_aside(c, steps_a, steps_b)
 
 
-_quick_bandwidth = _jax.quick(bandwidth_crossings, static_argnames=("grid", "max_roots"))
+# bandjax's own searches that return NumPy values: quick to compile, no derivatives
+_quick_bandwidth = partial(_jax.quick(bandwidth_crossings,
+                                      static_argnames=("grid", "max_roots", "implicit")),
+                           implicit=False)
 
 
 def _set_aside(c: Crossings, steps_a, steps_b) -> Crossings:
@@ -261,8 +266,8 @@ def with_parameter_at(theta, k, value):
     return theta
 
 
-@partial(jax.jit, static_argnames=("k", "grid", "max_roots"))
-def _field_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, k, *, grid, max_roots):
+@partial(jax.jit, static_argnames=("k", "grid", "max_roots", "implicit"))
+def _field_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, k, *, grid, max_roots, implicit=True):
     steps_a, steps_b = jnp.asarray(steps_a, dtype=float), jnp.asarray(steps_b, dtype=float)
     # The searched steps are a variable, not a table entry: only the other side's can be missing.
     names = parameters(sc)
@@ -279,11 +284,14 @@ def _field_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, k, *, grid, max_roots
 
     # The pair's indices travel in theta, so they are flattened with the batch.
     theta = (ia, ib, sc, safe(steps_a), safe(steps_b))
-    c = _roots.find_crossings(residual, theta, lo, hi, grid=grid, max_roots=max_roots)
+    c = _roots.find_crossings(residual, theta, lo, hi, grid=grid, max_roots=max_roots,
+                              implicit=implicit)
     return _set_aside(c, steps_a, steps_b)
 
 
-_quick_field = _jax.quick(_field_crossings, static_argnames=("k", "grid", "max_roots"))
+_quick_field = partial(_jax.quick(_field_crossings,
+                                  static_argnames=("k", "grid", "max_roots", "implicit")),
+                       implicit=False)
 
 
 # --------------------------------------------------------------------------- user-facing

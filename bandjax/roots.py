@@ -92,7 +92,7 @@ def _concrete(v):
 
 
 def find_crossings(residual: Callable, theta, lo, hi, *, grid: int = 32,
-                   max_roots: int = 2) -> Crossings:
+                   max_roots: int = 2, implicit: bool = True) -> Crossings:
     """Every crossing of ``residual(x, theta) = 0`` for x in [lo, hi], for all grid points at once.
 
     Args:
@@ -102,6 +102,8 @@ def find_crossings(residual: Callable, theta, lo, hi, *, grid: int = 32,
       lo, hi: the range of x (> 0, same units as x), scalars or arrays broadcasting to the batch.
       grid: points of the coarse log-uniform grid that finds the brackets (static).
       max_roots: how many crossings per grid point to refine (static).
+      implicit: give the crossings their derivative in ``theta`` (static; ``False`` for a caller
+        that only wants the values: one tracing of the residual's derivative less to compile).
 
     Returns:
       :class:`Crossings`. ``jax.jit``-able (with ``residual``, ``grid``, ``max_roots`` static) and
@@ -145,19 +147,28 @@ def find_crossings(residual: Callable, theta, lo, hi, *, grid: int = 32,
     found = k < grid
     k = jnp.where(found, k, 0).astype(float)
     a0, b0 = jnp.broadcast_to(u_at(k), k.shape), jnp.broadcast_to(u_at(k + 1), k.shape)
-    # r at the bracket's ends: one evaluation of both (the residual traced once, not twice)
-    ends = jnp.broadcast_to(f(jnp.concatenate([a0, b0]), sg_theta), (2 * max_roots, size))
-    ga, gb = ends[:max_roots], ends[max_roots:]
+    small = size < UNROLL_FROM
+    if small:  # r at the bracket's ends read off the coarse grid: the residual traced once less
+        at_cell = lambda row, kk: jnp.sum(jnp.where(cells == kk, row, 0.0), axis=0)  # noqa: E731
+        ga = jnp.stack([at_cell(g[:-1], kk) for kk in k])  # exact: one term is selected
+        gb = jnp.stack([at_cell(g[1:], kk) for kk in k])
+    else:  # on a large batch those sums cost more than evaluating both ends at once
+        ends = jnp.broadcast_to(f(jnp.concatenate([a0, b0]), sg_theta), (2 * max_roots, size))
+        ga, gb = ends[:max_roots], ends[max_roots:]
 
-    u_root = _refine(f, sg_theta, a0, b0, ga, gb, found, unrolled=UNROLLED if size >= UNROLL_FROM else 0)
+    u_root = _refine(f, sg_theta, a0, b0, ga, gb, found, unrolled=0 if small else UNROLLED)
 
-    # Implicit differentiation: the value is the converged root, the derivative -r_theta / r_u.
     u_star = jax.lax.stop_gradient(jnp.where(found, u_root, a0))
-    r, r_u = jax.jvp(lambda u: f(u, theta), (u_star,), (jnp.ones_like(u_star),))
-    r_u = jax.lax.stop_gradient(r_u)
-    safe = found & jnp.isfinite(r_u) & (r_u != 0)
-    step = (r - jax.lax.stop_gradient(r)) / jnp.where(safe, r_u, 1.0)
-    u_out = jnp.where(found, u_star - jnp.where(safe, step, 0.0), jnp.nan)
+    if implicit:
+        # Implicit differentiation: the value is the converged root, the derivative -r_theta / r_u.
+        r, r_u = jax.jvp(lambda u: f(u, theta), (u_star,), (jnp.ones_like(u_star),))
+        r_u = jax.lax.stop_gradient(r_u)
+        safe = found & jnp.isfinite(r_u) & (r_u != 0)
+        step = (r - jax.lax.stop_gradient(r)) / jnp.where(safe, r_u, 1.0)
+        u_out = jnp.where(found, u_star - jnp.where(safe, step, 0.0), jnp.nan)
+    else:
+        r = jnp.broadcast_to(f(u_star, sg_theta), u_star.shape)
+        u_out = jnp.where(found, u_star, jnp.nan)
 
     a_wins_below = found & (ga < 0)
     status = jnp.select(
