@@ -193,9 +193,15 @@ def _read_file(path: Path) -> list[dict]:
         return read_rows(data[tables[0]])
     if path.suffix.lower() != ".csv":
         raise CalibrationError(f"measurements file {str(path)!r}: expected a .csv or .toml file")
-    reader = csv.DictReader(io.StringIO(text))
+    # newline="": a carriage return inside a field is the csv module's to judge, as in a file
+    reader = csv.DictReader(io.StringIO(text, newline=""))
     rows = []
-    for r in reader:
+    try:
+        records = list(reader)
+    except csv.Error as e:
+        raise CalibrationError(f"measurements file {str(path)!r}, line {reader.line_num}: not "
+                               f"valid CSV ({e})") from None
+    for r in records:
         row = {}
         for k, v in r.items():
             if k is None or v is None or not str(v).strip():

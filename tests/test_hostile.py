@@ -375,7 +375,12 @@ def test_random_measurement_tables(tmp_path_factory, capsys, data):
 def test_calibrate_and_store_named_cases(tmp_path, capsys):
     empty = tmp_path / "empty.csv"
     empty.write_text("")
+    # found by test_random_measurement_tables: a carriage return alone in a field was a csv.Error
+    # traceback
+    cr = tmp_path / "cr.csv"
+    cr.write_bytes(b"variant,step_ms,step,bandwidth\nadamw,adamw,adamw,adamw\nadamw,adamw,adamw,\r0\n")
     cases = [
+        (["calibrate", cr, "--fit", "d.adamw"], "exactly one column"),
         (["calibrate", "/dev/zero", "--fit", "d.adamw"], "character device"),
         (["calibrate", tmp_path, "--fit", "d.adamw"], "is a directory"),
         (["calibrate", empty, "--fit", "d.adamw"], "calibrate: error"),
