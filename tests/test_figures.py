@@ -52,6 +52,9 @@ def test_figures_carry_axis_titles_with_units(written):
                   "break-even WAN bandwidth per link (GB/s, log)", "ring: time to target against K",
                   "mesh: break-evens against K", "fastest to target at this K", "hypothesis basis"):
         assert words in cluster, words
+    # the break-evens' colour legend has its own title, not merged with the times' "variant"
+    assert ">second variant<" in cluster and ">first variant<" in cluster
+    assert "variant, second variant" not in cluster
 
 
 def test_markdown_embeds_every_figure(written):

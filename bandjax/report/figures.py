@@ -510,7 +510,10 @@ def cluster_charts(view: _views.View, sc: Scenario, interactive: bool = False) -
                 for kind, build in kinds for t in d["topologies"]}
     rows = [alt.hconcat(*(build(view, sc, t) for t in d["topologies"]), spacing=30)
             for _, build in kinds]
-    chart = alt.vconcat(*rows, spacing=24).properties(
+    # each row keeps its own colour legend: "variant" above, the break-evens' "second variant"
+    # below (one shared legend would be titled with both)
+    chart = alt.vconcat(*rows, spacing=24).resolve_scale(
+        color="independent", strokeDash="independent").properties(
         title=f"Your cluster at {_views.fmt_GBps(d['wan_GBps'])}, {BASES[0]} basis")
     return {"cluster": (_finish(chart), data)}
 
