@@ -121,8 +121,9 @@ def winner(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budge
         :func:`bandjax.store.write` with ``of="winner"``.
       chunk_dim: the swept argument to slice (default: the one with the most values).
       threads: chunks computed at once, each in its own thread (the jitted call releases the
-        GIL). Measured on a shared 2-core machine, neither 2 threads nor XLA's own threads beat
-        1 core (BENCHMARKS.md, ``winner.core_scaling``); on idle cores they can.
+        GIL). One call already uses every core (XLA splits the pass): 1.85x on 2 quiet cores
+        against 1, where 16 chunks two at a time gave 1.37x (BENCHMARKS.md,
+        ``winner.core_scaling``), so keep the default unless the map is chunked anyway.
 
     Returns:
       An ``xarray.Dataset`` over the sweep's dimensions (no ``variant`` dimension):
