@@ -72,6 +72,10 @@ class View:
         """A conclusion that does not depend on the controls."""
         self.conclusion.append(sentence)
         self.settled.append(sentence)
+
+    def lacks(self, what: str, key: str) -> None:
+        """``what`` is missing: the results have no ``key`` (said, never filled in)."""
+        self.missing.append(f"{what}: not available yet (results key {key}).")
     assumptions: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
 
@@ -339,8 +343,8 @@ def bandwidth_view(sc: Scenario, results: dict, sw: Sweeps | None = None) -> Vie
                 f"The shared-WAN engine's {len(dots)} runs at load 0 (dots) sit on the curves: "
                 f"their step times differ from the closed forms by at most {dev:.2g} (relative).")
     else:
-        view.missing.append("The shared-WAN engine's runs at load 0 (the dots on the curves): "
-                            "not available yet (results key shared_wan.load0_points).")
+        view.lacks("The shared-WAN engine's runs at load 0 (the dots on the curves)",
+                   "shared_wan.load0_points")
     view.assumptions = [
         "Time to target = measured steps to the target loss (single seed) x closed-form step time.",
         "E' takes E's steps on the hypothesis basis and the exact band's on the exact basis.",
@@ -604,8 +608,7 @@ def breakeven_view(sc: Scenario, results: dict, bandwidth: View) -> View:
                         "throughout. Basis: which steps E' takes; either: E' is not in the pair."),
             "nowrap": [2]}
     else:
-        view.missing.append("Crossings (bandwidth break-evens found by the root finder): not "
-                            "available yet (results key break_even_GBps).")
+        view.lacks("Crossings (bandwidth break-evens found by the root finder)", "break_even_GBps")
     wan_i = bandwidth.data["start"]
     _conclude(view, sc, lambda at: _breakeven_words(rows, view.data["crossings"], pairs, wan_i,
                                                     bandwidth.data["grid_GBps"], at, bool(entries)))
@@ -629,8 +632,8 @@ def breakeven_view(sc: Scenario, results: dict, bandwidth: View) -> View:
                         "'-': it wins at no measured ENOB. Basis: which steps E' takes; either: E' "
                         "is not in the pair.")}
     else:
-        view.missing.append("ENOB break-evens (the lowest ENOB at which an in-transit variant still "
-                            "wins): not available yet (results key enob_break_even).")
+        view.lacks("ENOB break-evens (the lowest ENOB at which an in-transit variant still wins)",
+                   "enob_break_even")
     sens = results.get("sensitivity")
     if sens:
         view.data["sensitivity"] = sens
@@ -640,8 +643,7 @@ def breakeven_view(sc: Scenario, results: dict, bandwidth: View) -> View:
             for sentence in table[1]:
                 view.say(sentence)
     else:
-        view.missing.append("Sensitivities of the break-evens: not available yet (results key "
-                            "sensitivity).")
+        view.lacks("Sensitivities of the break-evens", "sensitivity")
     view.assumptions = [
         "Ratio = time to target of the first variant / the second's; below 1 the first wins.",
         "The chart draws each in-transit variant (E, E') against each variant that is not; the "
@@ -729,8 +731,7 @@ def shared_wan_view(sc: Scenario, results: dict) -> View:
     view = View("shared_wan", "Shared WAN: the event engine with other jobs' traffic")
     sw = results.get("shared_wan")
     if not isinstance(sw, dict) or not sw.get("loads"):
-        view.missing.append("The shared-WAN engine's results: not available yet (results key "
-                            "shared_wan).")
+        view.lacks("The shared-WAN engine's results", "shared_wan")
         return view
     loads = list(sw["loads"])
     # the 95% intervals belong to the mean over seeds, so show that mean beside them
@@ -790,8 +791,7 @@ def shared_wan_view(sc: Scenario, results: dict) -> View:
         view.data["trace_meta"] = {"variant": tr.get("variant"), "load": tr.get("load"),
                                    "GBps": tr.get("bandwidth_GBps"), "n": len(tr["t_ms"])}
     else:
-        view.missing.append("The engine's trace (queues and the sync's progress): not available "
-                            "yet (results key shared_wan.trace).")
+        view.lacks("The engine's trace (queues and the sync's progress)", "shared_wan.trace")
     if loads and step:
         top = max(range(len(loads)), key=lambda j: loads[j])
         parts = []
@@ -1057,8 +1057,8 @@ def cluster_view(sc: Scenario, results: dict) -> View:
     view = View("cluster", "Your cluster: K data centres, ring or mesh WAN")
     cl = results.get("cluster")
     if not isinstance(cl, dict) or not cl.get("dcs"):
-        view.missing.append("The cluster section's results (time to target and break-evens against "
-                            "K and the WAN topology): not available yet (results key cluster).")
+        view.lacks("The cluster section's results (time to target and break-evens against K and the"
+                   " WAN topology)", "cluster")
         return view
     times, winners = _cluster_rows(sc, cl)
     rows = _cluster_break_even_rows(cl)
@@ -1140,8 +1140,8 @@ def uncertainty_view(sc: Scenario, results: dict) -> View:
     view = View("uncertainty", "How sure: uncertain inputs and the chance of winning")
     u = results.get("uncertainty")
     if not isinstance(u, dict) or "point_values" not in u:
-        view.missing.append("The uncertainty section's results (break-even intervals and the "
-                            "probability of winning): not available yet (results key uncertainty).")
+        view.lacks("The uncertainty section's results (break-even intervals and the probability of "
+                   "winning)", "uncertainty")
         return view
     weak = weakest_words(u)
     if u["point_values"]:
