@@ -37,6 +37,7 @@ from . import roots as _roots
 from . import variants as _v
 from .metrics import time_to_target_s
 from .roots import A_WINS, B_WINS, CROSSES, NEITHER, NOT_AVAILABLE, STATUS_NAMES, TIE, Crossings
+from .distributions import FIXED_PREFIX
 from .scenario import BASES, FIELDS, Scenario
 from .step import COMPONENTS, STAGES, budget_break_even_FLOPs, col, comm_parts_s, module_stages_s, step_s, sum_parts
 
@@ -101,6 +102,23 @@ def _check_parameter(name: str, sc: Scenario | None = None) -> None:
                      f"({', '.join(FIELDS)}), fixed_s.<variant id>, {', '.join(STEPS_PARAMETERS)}")
 
 
+def with_parameters(sc: Scenario, values: dict) -> Scenario:
+    """``sc`` with each named field or ``fixed_s.<variant id>`` set, in one substitution
+    (traceable; values may be arrays)."""
+    fixed = {k[len(FIXED_PREFIX):]: v for k, v in values.items() if k.startswith(FIXED_PREFIX)}
+    fields = {k: v for k, v in values.items() if not k.startswith(FIXED_PREFIX)}
+    if fixed:
+        fields["fixed_s"] = {**sc.fixed_s, **fixed}
+    return sc.replace(**fields)
+
+
+def scenario_parameter(sc: Scenario, name: str):
+    """The value of a field or ``fixed_s.<variant id>`` of ``sc``."""
+    if name.startswith(FIXED_PREFIX):
+        return sc.fixed_s[name[len(FIXED_PREFIX):]]
+    return getattr(sc, name)
+
+
 def with_parameter(theta, name: str, value):
     """(sc, steps_a, steps_b) with parameter ``name`` set to ``value`` (traceable)."""
     sc, steps_a, steps_b = theta
@@ -108,9 +126,7 @@ def with_parameter(theta, name: str, value):
         return sc, value, steps_b
     if name == "steps_b":
         return sc, steps_a, value
-    if name.startswith("fixed_s."):
-        return sc.replace(fixed_s={**sc.fixed_s, name.split(".", 1)[1]: value}), steps_a, steps_b
-    return sc.replace(**{name: value}), steps_a, steps_b
+    return with_parameters(sc, {name: value}), steps_a, steps_b
 
 
 def get_parameter(theta, name: str):
@@ -119,9 +135,7 @@ def get_parameter(theta, name: str):
         return steps_a
     if name == "steps_b":
         return steps_b
-    if name.startswith("fixed_s."):
-        return sc.fixed_s[name.split(".", 1)[1]]
-    return getattr(sc, name)
+    return scenario_parameter(sc, name)
 
 
 def pair_steps(sc: Scenario, a: str, b: str, basis: str, enob=None) -> tuple[np.ndarray, np.ndarray]:

@@ -42,6 +42,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import distributions as _dist
+from .breakeven import scenario_parameter, with_parameters
+from .distributions import FIXED_PREFIX
 from .scenario import FIELDS, PRESETS, Scenario, reference, resolve_budget, save
 from .step import step_s
 from .units import UNITS, ScenarioError, parse
@@ -53,7 +55,6 @@ LEVEL = 0.95
 POLISH_STEPS = 4
 STEP_UNITS = {"step": None, "step_ms": 1e-3, "step_s": 1.0, "step_us": 1e-6}
 ROW_EXTRAS = ("variant", "note", "comment", "run")
-FIXED_PREFIX = "fixed_s."
 # Units a person reads each dimension in (the scenario file's units, the first of each).
 DISPLAY = {dim: next(iter(units.items())) for dim, units in UNITS.items()}
 
@@ -90,19 +91,7 @@ def resolve_parameter(sc: Scenario, name: str) -> str:
         raise CalibrationError(f"fit {e}" if str(e).startswith(repr(name)) else f"fit {name!r}: {e}") from None
 
 
-def get_parameter(sc: Scenario, name: str):
-    if name.startswith(FIXED_PREFIX):
-        return sc.fixed_s[name[len(FIXED_PREFIX):]]
-    return getattr(sc, name)
-
-
-def with_parameters(sc: Scenario, values: dict) -> Scenario:
-    """``sc`` with each named parameter set (traceable; values may be arrays)."""
-    fixed = {k[len(FIXED_PREFIX):]: v for k, v in values.items() if k.startswith(FIXED_PREFIX)}
-    fields = {k: v for k, v in values.items() if not k.startswith(FIXED_PREFIX)}
-    if fixed:
-        fields["fixed_s"] = {**sc.fixed_s, **fixed}
-    return sc.replace(**fields)
+get_parameter = scenario_parameter
 
 
 def _variant_id(sc: Scenario, name: str, where: str) -> str:

@@ -13,7 +13,6 @@ no finite % change of it exists, and where it is 0 or not charged it does not en
 
 from __future__ import annotations
 
-import dataclasses
 from functools import partial
 
 from . import _jax  # 64-bit floats, the Scenario PyTree; compile options
@@ -34,19 +33,12 @@ def _scaled(theta, names, z):
     One substitution of every field at once (not one copy of the scenario per parameter): less
     for the first call to trace."""
     sc, steps_a, steps_b = theta
-    fields, fixed = {}, dict(sc.fixed_s)
+    values = {}
     for i, name in enumerate(names):
         p = jnp.asarray(_be.get_parameter(theta, name), dtype=float)
-        value = jnp.where(jnp.isfinite(p) & (p != 0), p * jnp.exp(z[i]), p)
-        if name == "steps_a":
-            steps_a = value
-        elif name == "steps_b":
-            steps_b = value
-        elif name.startswith("fixed_s."):
-            fixed[name.split(".", 1)[1]] = value
-        else:
-            fields[name] = value
-    return dataclasses.replace(sc, fixed_s=fixed, **fields), steps_a, steps_b
+        values[name] = jnp.where(jnp.isfinite(p) & (p != 0), p * jnp.exp(z[i]), p)
+    steps_a, steps_b = values.pop("steps_a", steps_a), values.pop("steps_b", steps_b)
+    return _be.with_parameters(sc, values), steps_a, steps_b
 
 
 @partial(jax.jit, static_argnames=("k", "bandwidth", "grid", "max_roots"))
