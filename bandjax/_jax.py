@@ -35,7 +35,6 @@ def quick_compile() -> dict:
     return opts
 
 
-
 def quick(jitted, **jit_kwargs):
     """A second jit of the function under ``jitted`` with :func:`quick_compile`'s options.
 

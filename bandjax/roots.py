@@ -42,9 +42,12 @@ STATUS_NAMES = ("crosses", "a_wins_throughout", "b_wins_throughout", "tie_throug
                 "neither_reaches_target", "not_available")
 
 MAX_ITERATIONS = 64  # Newton converges in a handful; bisection alone needs ~50 from a grid cell
-UNROLLED = 4  # Newton steps unrolled ahead of the loop on a large batch ...
-UNROLL_FROM = 1024  # ... of at least this many points; below it they cost more to compile than
-# they save in passes (0.5 s of a 2 s first call of a scalar break-even, measured)
+UNROLLED = 4  # Newton steps unrolled ahead of the loop on a large batch
+# A large batch, from this many points: the search unrolls UNROLLED Newton steps and evaluates
+# the brackets' ends afresh. On a smaller one it unrolls none and reads the ends off the coarse
+# grid, since both cost more to compile than they save in passes (0.5 s of a 2 s first call of a
+# scalar break-even, measured).
+LARGE_BATCH = 1024
 
 
 class Crossings(NamedTuple):
@@ -147,7 +150,7 @@ def find_crossings(residual: Callable, theta, lo, hi, *, grid: int = 32,
     found = k < grid
     k = jnp.where(found, k, 0).astype(float)
     a0, b0 = jnp.broadcast_to(u_at(k), k.shape), jnp.broadcast_to(u_at(k + 1), k.shape)
-    small = size < UNROLL_FROM
+    small = size < LARGE_BATCH
     if small:  # r at the bracket's ends read off the coarse grid: the residual traced once less
         at_cell = lambda row, kk: jnp.sum(jnp.where(cells == kk, row, 0.0), axis=0)  # noqa: E731
         ga = jnp.stack([at_cell(g[:-1], kk) for kk in k])  # exact: one term is selected
