@@ -6,7 +6,6 @@ once between them) and the reference report, built once (by the first worker to 
 others waiting on a lock).
 """
 
-import contextlib
 import fcntl
 import json
 import os
@@ -29,7 +28,8 @@ import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
-jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+jax.config.update("jax_persistent_cache_min_compile_time_secs",
+                  float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]))
 
 
 import pytest  # noqa: E402
@@ -66,8 +66,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-@contextlib.contextmanager
-def _small_shared_wan():
+@pytest.fixture(autouse=True, scope="session")
+def small_shared_wan_runs():
     """Report-level tests run the shared-WAN section at a small size, in this process; the
     engine's own tests (tests/test_events*.py) check it at the sizes they need."""
     from bandjax.report import shared_wan
@@ -79,15 +79,10 @@ def _small_shared_wan():
         yield
 
 
-@pytest.fixture(autouse=True, scope="session")
-def small_shared_wan_runs():
-    with _small_shared_wan():
-        yield
-
-
 def _build_reference_report() -> None:
     """Write the reference report into REPORT/rep (with every call of sweep made while it is
-    built, for tests/test_schema.py, and its pass of sweeps pickled), then REPORT/done."""
+    built, for tests/test_schema.py, and its pass of sweeps pickled), then REPORT/done. Called
+    by the fixture below, so with the small shared-WAN runs."""
     import bandjax
     from bandjax import report
     from bandjax.report import passes, views
@@ -107,7 +102,7 @@ def _build_reference_report() -> None:
         real = module.sweep
         return lambda *a, **k: calls[key].append(sorted(k)) or real(*a, **k)
 
-    with _small_shared_wan(), pytest.MonkeyPatch.context() as mp:
+    with pytest.MonkeyPatch.context() as mp:
         mp.setattr(report, "build", keep)
         mp.setattr(passes, "sweep", counted(passes, "passes"))
         mp.setattr(views, "sweep", counted(views, "views"))
@@ -136,8 +131,6 @@ def uncertain_section():
     """The report's uncertainty section for the reference scenario with uncertain inputs (E's
     steps as three seeds, E''s d log-normal), 200 samples: (scenario, results as JSON gives them
     back). Shared by the section's tests and the page's."""
-    import json
-
     import bandjax
     from bandjax import uncertainty as U
     from bandjax.report import _json_ready
