@@ -19,6 +19,7 @@ import numpy as np
 import xarray as xr
 
 from . import metrics
+from ._budget_index import budget_indexed
 from .labels import COORD_ATTRS
 from .scenario import Scenario, reference, resolve_budget
 from .step import COMPONENTS, STAGES, module_stages_s
@@ -210,8 +211,8 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Datase
         coords[dim] = xr.Variable((), cval, g.scalar_attrs.get(dim, {}))
     for name, (cdims, values, attrs) in g.extra_coords.items():
         coords[name] = xr.Variable(cdims, values, attrs)
-    # numeric for plots and arithmetic; named beside it, for
-    # ds.set_xindex("budget_label").sel(budget_label="low") (no index: a store reads it back as is)
+    # numeric for plots and arithmetic; named beside it, and selectable by name on an axis
+    # (ds.sel(budget="low"), see BudgetIndex)
     if "budget" in coords:
         b = coords["budget"]
         coords["budget_label"] = xr.Variable(b.dims, np.vectorize(
@@ -252,6 +253,7 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Datase
     if "module_stage_s" in names:
         coords["stage"] = list(STAGES)
     ds = xr.Dataset({k: xr.Variable(d, v, _ATTRS[k]) for k, (d, v) in data.items()}, coords=coords)
+    ds = budget_indexed(ds)
     rules = [v.id for v in sc.variants if v.basis_dependent]
     ds.attrs.update({
         "title": "bandjax closed-form sweep",

@@ -361,4 +361,6 @@ def open(path: str | os.PathLike) -> xr.Dataset:  # noqa: A001 - the module's ve
         path = _beside(path, NEW)
     if not path.exists():
         raise FileNotFoundError(f"sweep store {os.fspath(path)!r} does not exist")
-    return xr.open_zarr(path, consolidated=True)
+    from ._budget_index import budget_indexed
+
+    return budget_indexed(xr.open_zarr(path, consolidated=True))

@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 import xarray as xr
 
+from ._budget_index import budget_indexed
 from .grid import DTYPES, label, precision, scenario_arrays
 from .scenario import Scenario, reference
 from .step import comm_parts_s, exposed_s, sum_parts
@@ -267,7 +268,7 @@ def label_map(sc: Scenario, g: Grid, raw: dict) -> xr.Dataset:
     coords = {k: v for k, v in base.coords.items() if k not in ("variant", "label")}
     coords["variant"] = xr.Variable("variant", np.asarray(ids), {"long_name": "variants that compete"})
     coords["label"] = xr.Variable("variant", np.asarray([sc.variant(v).short for v in ids]))
-    ds = xr.Dataset(data, coords=coords)
+    ds = budget_indexed(xr.Dataset(data, coords=coords))
     ds.attrs.update(base.attrs)
     ds.attrs["title"] = "bandjax winner map"
     ds.attrs["ties"] = "first in variant order wins; the later one is the runner-up (margin 1)"

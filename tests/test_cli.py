@@ -204,16 +204,29 @@ def test_budgets_are_selectable_by_their_names():
     ds = bandjax.sweep(sc, bandwidth=12.5, budget=["free", "low", "high", 42.0],
                        quantities=["step_s"])
     assert list(ds.budget_label.values) == ["free", "low", "high", "42 GFLOP/s"]
-    ds = ds.set_xindex("budget_label")  # as the README shows
-    # the numeric coordinate is the scenario's named budget in GFLOP/s (inf = free)
+    # the numeric coordinate is the scenario's named budget in GFLOP/s (inf = free), and a name
+    # selects the same row as its value (as the README shows)
     for name, flops in [("free", np.inf), ("low", float(sc.budget_low_FLOPs)),
                         ("high", float(sc.budget_high_FLOPs)), ("42 GFLOP/s", 42e9)]:
-        by_name = ds.step_s.sel(budget_label=name).values
-        by_value = ds.step_s.sel(budget=flops / 1e9).values
-        np.testing.assert_allclose(by_name, by_value, rtol=0, atol=0)
-    # budgets differ where a module computes: the labels pick different rows
+        by_value = ds.step_s.sel(budget=flops / 1e9)
+        np.testing.assert_allclose(ds.step_s.sel(budget=name).values, by_value.values, rtol=0, atol=0)
+        assert str(by_value.budget_label.values) == name
+    both = ds.step_s.sel(budget=["high", 42.0, "free"])
+    np.testing.assert_array_equal(both.budget.values, [float(sc.budget_high_FLOPs) / 1e9, 42.0, np.inf])
+    # the name survives slicing, the older index's way with a label coordinate still works
+    assert float(ds.isel(budget=[1, 3]).budget.sel(budget="low")) == float(sc.budget_low_FLOPs) / 1e9
+    np.testing.assert_array_equal(ds.set_xindex("budget_label").step_s.sel(budget_label="low").values,
+                                  ds.step_s.sel(budget="low").values)
+    # budgets differ where a module computes: the names pick different rows
     e = ds.step_s.sel(variant="band_pluggable")
-    assert float(e.sel(budget_label="low")) > float(e.sel(budget_label="free")) * (1 + 1e-6)
+    assert float(e.sel(budget="low")) > float(e.sel(budget="free")) * (1 + 1e-6)
+
+
+@pytest.mark.parametrize("bad", ["lo", "fast GFLOP/s", ["free", "medium"]])
+def test_a_budget_name_that_is_not_on_the_axis_names_what_is(bad):
+    ds = bandjax.sweep(bandwidth=12.5, budget=["free", "low"], quantities=["step_s"])
+    with pytest.raises(KeyError, match=r"not a budget name of this sweep \(free, low\)"):
+        ds.sel(budget=bad)
 
 
 def test_readme_first_command_installs_what_the_documented_api_imports():

@@ -64,7 +64,7 @@ def test_readme_python_runs():
     assert set(ds.dims) >= {"dcs", "topology", "gpu", "model", "variant"}
     first = ns["bandjax"].sweep(ns["sc"], bandwidth=12.5, budget=["free", "low", "high"])
     # selected by name and by value as the README says
-    np.testing.assert_allclose(first.set_xindex("budget_label").step_s.sel(budget_label="free").values,
+    np.testing.assert_allclose(first.step_s.sel(budget="free").values,
                                first.step_s.sel(budget=np.inf).values, rtol=0, atol=0)
 
 

@@ -27,6 +27,9 @@ def test_chunked_store_equals_the_in_memory_sweep(tmp_path):
     chunks = ds["step_s"].chunks[0]
     assert len(chunks) > 3 and len(set(chunks[:-1])) == 1  # several equal chunks along bandwidth
     xr.testing.assert_identical(ds.load(), bandjax.sweep(**ARGS))
+    # read back, the budget axis still selects by name, as a sweep in memory does
+    np.testing.assert_array_equal(ds.step_s.sel(budget="low").values,
+                                  bandjax.sweep(**ARGS).step_s.sel(budget="low").values)
 
 
 @pytest.mark.parametrize("dim", ["budget", "variant"])
