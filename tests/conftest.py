@@ -139,4 +139,5 @@ def uncertain_section():
     sc = bandjax.reference().replace(uncertain=(
         ("steps.band_pluggable", U.Seeds([1800, 1650, 2010])),
         ("fixed_s.band_switch", U.LogNormal(0.0227e-3, 0.2))))
-    return sc, json.loads(json.dumps(_json_ready(section.build(sc, {"uncertainty_samples": 200}))))
+    part = section.build(sc, {"uncertainty_samples": 200}).to_json()
+    return sc, json.loads(json.dumps(_json_ready(part)))

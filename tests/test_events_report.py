@@ -9,13 +9,14 @@ import bandjax
 from bandjax import cli, variants
 from bandjax.queueing import accuracy
 from bandjax.report import _json_ready, shared_wan
+from bandjax.report.sections import Results
 
 SMALL = {"shared_wan": {"steps": 20, "seeds": 2, "scheduler": "inline", "progress": False}}
 
 
 @pytest.fixture(scope="module")
 def results():
-    return _json_ready(shared_wan.build(bandjax.reference(), dict(SMALL)))
+    return _json_ready(shared_wan.build(bandjax.reference(), dict(SMALL)).to_json())
 
 
 def test_section_has_the_page_contract(results):
@@ -86,12 +87,12 @@ def test_one_seed_has_no_interval_and_says_so():
     lo, hi = shared_wan.ci95([1.0, 2.0, 3.0])
     assert (lo, hi) == pytest.approx((2 - 4.302653 / np.sqrt(3), 2 + 4.302653 / np.sqrt(3)), rel=1e-6)
     one = _json_ready(shared_wan.build(bandjax.reference(), {
-        "shared_wan": {**SMALL["shared_wan"], "seeds": 1, "loads": [0.0, 0.9]}}))
+        "shared_wan": {**SMALL["shared_wan"], "seeds": 1, "loads": [0.0, 0.9]}}).to_json())
     assert one["shared_wan"]["ci95_ms"]["adamw"] == [[None, None], [None, None]]
     assert "[n/a: one seed]" in shared_wan.markdown(one)
     from bandjax.report import views
 
-    view = views.shared_wan_view(bandjax.reference(), one)
+    view = views.shared_wan_view(bandjax.reference(), Results.of(one))
     assert all(r["lo_ms"] is None for r in view.data["steps"])
 
 
@@ -127,7 +128,7 @@ def test_cli_wan_bad_cluster_or_variant(capsys, argv, match):
 def test_section_runs_on_the_scenarios_cluster():
     sc = bandjax.reference().replace(dcs=4.0, topology=1.0, wan_latency_s=1e-3)
     r = _json_ready(shared_wan.build(sc, {"shared_wan": {**SMALL["shared_wan"], "seeds": 2,
-                                                          "loads": [0.0, 0.5]}}))["shared_wan"]
+                                                          "loads": [0.0, 0.5]}}).to_json())["shared_wan"]
     assert (r["dcs"], r["topology"], r["links"]) == (4, "mesh", 12)
     closed = np.asarray(bandjax.step_s(sc)) * 1e3
     for i, vid in enumerate(sc.ids):
@@ -138,5 +139,5 @@ def test_section_runs_on_the_scenarios_cluster():
         {"shared_wan": r})
     # the section's options choose another cluster than the scenario's
     r2 = shared_wan.build(sc, {"shared_wan": {**SMALL["shared_wan"], "seeds": 2, "loads": [0.0],
-                                              "dcs": 2, "topology": "ring"}})["shared_wan"]
+                                              "dcs": 2, "topology": "ring"}}).to_json()["shared_wan"]
     assert (r2["dcs"], r2["links"]) == (2, 2)

@@ -3,6 +3,7 @@ working in a headless browser with the network cut."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -15,6 +16,7 @@ import pytest
 import bandjax as bj
 from bandjax import cli
 from bandjax.report import explorer, views
+from bandjax.report.sections import Core, Results
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -23,11 +25,12 @@ SECTIONS = ("bandwidth", "stages", "breakeven", "shared_wan", "model", "sync_h",
             "uncertainty")
 
 
-def fake_results(sc=None) -> dict:
-    """Results of the break-even and shared-WAN sections, shaped as their contracts say, for
-    exercising the page before those sections exist. The load-0 points are the closed form's own
-    step times (the engine must equal it at load 0); every other number is arbitrary."""
-    sc = bj.reference() if sc is None else sc
+def fake_results(sc, reference_results: dict) -> dict:
+    """The break-even and shared-WAN sections with numbers of our choosing, for exercising the page
+    on values the reference does not produce: every key of the reference report's two sections
+    (each section is typed, so it has them all), the fields the page draws replaced. The load-0
+    points are the closed form's own step times (the engine must equal it at load 0); every other
+    replaced number is arbitrary."""
     gbps = [1.0, 12.5, 100.0]
     ds = bj.sweep(sc, bandwidth=gbps, basis=list(bj.BASES), quantities=["step_s", "time_to_target_s"])
     points = []
@@ -39,7 +42,10 @@ def fake_results(sc=None) -> dict:
                                "step_ms": float(at.step_s) * 1e3,
                                "time_to_target_s": float(at.time_to_target_s)})
     n = 20
+    ref = reference_results
     return {
+        **{k: ref[k] for k in ("break_even_range_GBps", "budget_break_even", "inverse")},
+        "break_even_GBps_by_budget": [],  # only the crossings below: no root finder's at [low]
         "break_even_GBps": [
             {"a": "band_switch", "b": "topk", "basis": "hypothesis", "GBps": [0.55],
              "winner_below": "band_switch"},
@@ -49,6 +55,7 @@ def fake_results(sc=None) -> dict:
                              "GBps": [0.1, 1.0, 10.0], "enob": [4.0, 6.0, 9.0]}],
         "sensitivity": [{"parameter": "optics_Sps", "d_log_break_even_d_log_param": 0.25}],
         "shared_wan": {
+            **ref["shared_wan"],
             "seed": 7, "loads": [0.0, 0.3, 0.6], "steps": 50,
             "step_ms": {"adamw": [4.075, 5.0, 7.5], "band_switch": [3.726, 4.1, 5.2]},
             "mean_step_ms": None,
@@ -80,9 +87,9 @@ def ref_views(sweeps):
 
 
 def full_results(sc, reference_results: dict) -> dict:
-    """fake_results with the reference report's setup, headline, cluster and uncertainty sections."""
-    return {**fake_results(sc), **{k: reference_results[k]
-                                   for k in ("setup", "headline", "cluster", "uncertainty")}}
+    """fake_results with the reference report's core, headline, cluster and uncertainty sections."""
+    return {**fake_results(sc, reference_results), **{
+        k: reference_results[k] for k in (*Core.keys(), "headline", "cluster", "uncertainty")}}
 
 
 def _at(rows, vid, i, **sel):
@@ -218,9 +225,9 @@ def test_cluster_view_draws_the_sections_numbers(reference_report, sweeps):
     assert v.table["rows"][-1][4] == f"{r['setup']['variants'][w]['short']} ({views.fmt_s(t)})"
 
 
-def test_views_with_every_section_present(sweeps):
+def test_views_with_every_section_present(sweeps, reference_report):
     sc = bj.reference()
-    vs = {v.key: v for v in views.collect(sc, fake_results(sc), sweeps)}
+    vs = {v.key: v for v in views.collect(sc, fake_results(sc, reference_report[1]), sweeps)}
     bw = vs["bandwidth"]
     assert bw.missing == [] and len(bw.data["dots"]) == 12
     assert "differ from the closed forms by at most 0 " in bw.conclusion[-1]
@@ -246,12 +253,13 @@ def test_views_with_every_section_present(sweeps):
     assert "At load 0.6 the mean steps take AdamW 7.5 ms (1.84x load 0)" in sw.conclusion[0]
 
 
-def test_crossings_off_the_root_finders_settings_are_interpolated_on_the_curves(sweeps):
+def test_crossings_off_the_root_finders_settings_are_interpolated_on_the_curves(sweeps,
+                                                                               reference_report):
     """Where the break-even section gave no crossing (another budget, another ENOB), the diamonds
     come from the ratio curves on the page; they agree with the root finder to the grid's
     interpolation error."""
     sc = bj.reference()
-    vs = {v.key: v for v in views.collect(sc, fake_results(sc), sweeps)}
+    vs = {v.key: v for v in views.collect(sc, fake_results(sc, reference_report[1]), sweeps)}
     cross = vs["breakeven"].data["crossings"]
     high = [c for c in cross if c["pair"] == "E' / AdamW" and c["enob"] == "8" and c["budget"] == "high"
             and c["basis"] == "hypothesis"]
@@ -282,12 +290,12 @@ def test_conclusions_follow_the_controls(sweeps):
     assert h["6|low|exact"] == h["8|free|hypothesis"]  # top-k and AdamW ignore the controls
 
 
-def test_dot_deviation_is_measured_not_assumed(sweeps):
+def test_dot_deviation_is_measured_not_assumed(sweeps, reference_report):
     sc = bj.reference()
-    res = fake_results(sc)
+    res = fake_results(sc, reference_report[1])
     for p in res["shared_wan"]["load0_points"]:
         p["step_ms"] *= 1.01
-    bw = views.bandwidth_view(sc, res, sweeps)
+    bw = views.bandwidth_view(sc, Results.of(res), sweeps)
     assert re.search(r"at most 0\.01 \(relative\)", bw.conclusion[-1])
 
 
@@ -620,8 +628,8 @@ def test_breakeven_view_with_the_sections_results(reference_report, sweeps):
     (in the session's reference report)."""
     sc = bj.reference()
     results = reference_report[1]
-    bw = views.bandwidth_view(sc, {}, sweeps)
-    be = views.breakeven_view(sc, results, bw)
+    bw = views.bandwidth_view(sc, Results(), sweeps)
+    be = views.breakeven_view(sc, Results.of(results), bw)
     # E' vs AdamW: the root finder's crossing on each basis, at [free], ENOB 8
     free = [c for c in be.data["crossings"] if c["pair"] == "E' / AdamW" and c["budget"] == "free"
             and c["enob"] == "8"]
@@ -678,3 +686,20 @@ def test_explore_reuses_a_report_for_the_same_scenario_only(tmp_path, capsys, mo
     assert not (tmp_path / "y" / "explorer.html").exists()
     assert main(["explore", "--out", str(tmp_path / "z"), "--results", str(tmp_path / "nope.json")]) == 2
     assert "no such file" in capsys.readouterr().err
+    # a renamed key is one line naming it, never a page that calls the part "not available yet"
+    written = json.loads(results.read_text())
+    for change, says in [(lambda r: r.__setitem__("inverses", r.pop("inverse")),
+                          ["BreakEvens section", "missing 'inverse'", "not known 'inverses'"]),
+                         (lambda r: r["cluster"].__setitem__("K", r["cluster"].pop("dcs")),
+                          ["results key 'cluster'", "missing 'dcs'", "not known 'K'"]),
+                         (lambda r: r.__setitem__("shared_wan", [1, 2]),
+                          ["results key 'shared_wan'", "expected an object, got list"])]:
+        bad = json.loads(json.dumps(written))
+        change(bad)
+        renamed = tmp_path / "renamed.json"
+        renamed.write_text(json.dumps(bad))
+        assert main(["explore", "--out", str(tmp_path / "w"), "--results", str(renamed)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "not a bandjax report" in err, err
+        assert all(s in err for s in says), err
+        assert not (tmp_path / "w" / "explorer.html").exists()

@@ -69,13 +69,13 @@ def test_markdown_embeds_every_figure(written):
 
 
 def test_without_an_output_folder_there_are_no_figures():
-    assert figures.build(bj.reference(), {}) == {"figures": []}
+    assert figures.build(bj.reference(), {}).to_json() == {"figures": []}
     assert figures.markdown({"figures": []}) == ""
 
 
 def test_missing_results_are_named_in_the_markdown(tmp_path, reference_report):
-    ctx = {"out": tmp_path, "results": {}, "sweeps": reference_report[3]}
-    res = report._json_ready(figures.build(bj.reference(), ctx))
+    ctx = {"out": tmp_path, "sweeps": reference_report[3]}  # no section built before
+    res = report._json_ready(figures.build(bj.reference(), ctx).to_json())
     md = figures.markdown(res)
     # break-evens (3 parts), shared WAN, load-0 dots, your cluster, how sure
     assert md.count("*Not available yet:*") == 7

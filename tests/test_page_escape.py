@@ -14,15 +14,15 @@ from test_explorer import CHROMIUM, CHROMIUM_ARGS, _open, fake_results
 HOSTILE = "<!--<script></script>"
 
 
-def hostile_results(sc):
-    res = fake_results(sc)
+def hostile_results(sc, reference_report):
+    res = fake_results(sc, reference_report[1])
     res["shared_wan"]["trace"]["variant"] = HOSTILE  # embedded in a chart's data
     return res
 
 
-def test_embedded_json_holds_no_angle_bracket(tmp_path):
+def test_embedded_json_holds_no_angle_bracket(tmp_path, reference_report):
     sc = bj.reference()
-    text = explorer.page(sc, hostile_results(sc))
+    text = explorer.page(sc, hostile_results(sc, reference_report), reference_report[3])
     lines = [line for line in text.splitlines()
              if line.startswith(("const SPECS = ", "const SIGNALS_OF = ", "const PAGE = "))]
     assert len(lines) == 3
@@ -31,11 +31,12 @@ def test_embedded_json_holds_no_angle_bracket(tmp_path):
 
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is absent")
-def test_hostile_page_loads_in_browser(tmp_path):
+def test_hostile_page_loads_in_browser(tmp_path, reference_report):
     from playwright.sync_api import sync_playwright
 
     sc = bj.reference()
-    path = explorer.write(tmp_path, sc, results=hostile_results(sc))
+    path = explorer.write(tmp_path, sc, results=hostile_results(sc, reference_report),
+                          sweeps=reference_report[3])
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:

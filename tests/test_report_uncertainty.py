@@ -13,13 +13,15 @@ import pytest
 import bandjax
 from bandjax import uncertainty as U
 from bandjax.report import uncertainty as section
+from bandjax.report.sections import Results
 from bandjax.variants import DEFAULT_PAIRS
 
 REF = bandjax.reference()
 
 
 def test_without_uncertain_inputs_answers_are_point_values_and_e_steps_are_weakest():
-    r = section.build(REF, {})[section.KEY]
+    typed = section.build(REF, {})
+    r = typed.to_json()[section.KEY]
     assert r["point_values"] is True and "break_even_GBps" not in r
     (w,) = r["weakest_input"]
     assert (w["variant"], w["follower"], w["steps"]) == ("band_pluggable", "band_switch", 1800.0)
@@ -31,7 +33,7 @@ def test_without_uncertain_inputs_answers_are_point_values_and_e_steps_are_weake
     T = {b: np.asarray(bandjax.time_to_target_s(at, bandjax.steps_to_target(REF, None, b))) for b in bandjax.BASES}
     i, j = REF.ids.index("band_switch"), REF.ids.index("band_gpu_allreduce")
     assert np.all(T["hypothesis"][:, i] < T["hypothesis"][:, j]) and np.all(T["exact"][:, i] > T["exact"][:, j])
-    md = section.markdown({section.KEY: r})
+    md = section.markdown(Results(uncertainty=typed))
     assert "point value" in md and "E's steps to target (1,800 steps at ENOB 8 bits, one seed)" in md
     assert "decide whether E' beats AdamW" in md and "E' beats C' (at " in md
 
@@ -58,5 +60,5 @@ def test_with_uncertain_inputs_break_evens_carry_intervals(uncertain):
             assert e["point"] == pytest.approx(point, rel=1e-12)
             lo, mid, hi = e["monte_carlo_5_50_95"]
             assert lo <= mid <= hi and lo < hi
-    md = section.markdown(results)
+    md = section.markdown(Results.of(results))
     assert "MC 5% to 95%" in md and "GB/s" in md and "`steps.band_pluggable ~ seeds(1800 steps" in md

@@ -120,3 +120,33 @@ def test_a_seventh_variant_reaches_every_part(tmp_path):
     bw = views.collect(sc, results, ctx["sweeps"])[0]
     assert any(r["variant"] == "adamw_fp16" and r["t_s"] is not None for r in bw.data["curves"])
     assert '"variant": "adamw_fp16"' in page or '"variant":"adamw_fp16"' in page
+
+
+def test_results_json_is_the_typed_sections_json(reference_report):
+    """results.json read into the typed sections and written back is the same JSON: every key
+    belongs to a section, and every section of the reference report is there."""
+    from bandjax.report.sections import SECTION_TYPES, Results
+
+    _, results, _, _ = reference_report
+    typed = Results.of(results)
+    assert typed.to_json() == results
+    assert [type(s) for s in typed.sections()] == list(SECTION_TYPES)
+    assert typed.core.names()["band_switch"] == "E'"
+
+
+@pytest.mark.parametrize("change, says", [
+    (lambda r: r.__setitem__("time_to_target", r.pop("time_to_target_s")),
+     "results: keys not known 'time_to_target'"),
+    (lambda r: r.pop("time_to_target_s"), "results (Core section): missing 'time_to_target_s'"),
+    (lambda r: r["headline"].pop("winner"), "results key 'headline' (Headline section): missing 'winner'"),
+    (lambda r: r["uncertainty"].__setitem__("p_wins", []),
+     "results key 'uncertainty' (Uncertainty section): not known 'p_wins'"),
+])
+def test_typed_sections_name_a_renamed_or_missing_key(reference_report, change, says):
+    from bandjax.report.sections import Results
+
+    bad = json.loads(json.dumps(reference_report[1]))
+    change(bad)
+    with pytest.raises(ValueError) as e:
+        Results.of(bad)
+    assert says in str(e.value)

@@ -3,11 +3,13 @@
 A report is a list of sections (:data:`SECTIONS`). Each section is a module with
 
     KEY                    heading order is the list's order
-    build(scenario, ctx)   -> dict merged into results.json (JSON-ready: floats, lists, dicts)
-    markdown(results)      -> str, the section of results.md, read from the results dict alone
+    build(scenario, ctx)   -> its typed section (:mod:`bandjax.report.sections`), computed once
+    markdown(results)      -> str, the section of results.md, rendered from the typed sections
+                              (:class:`~bandjax.report.sections.Results`) alone
 
-``ctx`` is a dict shared by the sections of one report (for example an output folder for
-figures under ``ctx["out"]``, or results computed once and reused).
+results.json is the sections' JSON. ``ctx`` is a dict shared by the sections of one report: an
+output folder for figures under ``ctx["out"]``, the report's one pass of the model, and under
+``ctx["sections"]`` the sections built so far, which a later section reads (the headline).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 
 from .._io import atomic_write_text
 from ..scenario import Scenario, reference
+from .sections import Results, Section
 
 def _sections() -> tuple:
     """The report's sections, in order. Imported here, not at the top, so that the command line
@@ -74,22 +77,28 @@ def build(scenario: Scenario | None = None, ctx: dict | None = None) -> dict:
     sc = reference() if scenario is None else scenario
     ctx = {} if ctx is None else ctx
     results: dict = {"schema_version": SCHEMA_VERSION}
-    ctx["results"] = results  # a section may read the sections before it
+    ctx["sections"] = Results(schema_version=SCHEMA_VERSION)  # read by later sections
     for section in _current_sections():
         if ctx.get("progress"):
             ctx["progress"](section.__name__.rsplit(".", 1)[-1])
-        results.update(section.build(sc, ctx))
+        part = section.build(sc, ctx)
+        if isinstance(part, Section):
+            ctx["sections"] = ctx["sections"].with_section(part)
+            part = part.to_json()
+        results.update(part)
     return _json_ready(results)
 
 
-def markdown(results: dict) -> str:
-    """results.md: the title and the headline, then every section in order."""
-    parts = [section.markdown(results) for section in _current_sections()
+def markdown(results: Results | dict) -> str:
+    """results.md: the title and the headline, then every section in order, rendered from the
+    typed sections (a results dict is read into them first, strictly)."""
+    res = Results.of(results)
+    parts = [section.markdown(res) for section in _current_sections()
              if getattr(section, "KEY", None) != "headline"]
     title, _, rest = parts[0].partition("\n\n")
     from . import headline
 
-    parts = [title, headline.markdown(results), rest, *parts[1:]]
+    parts = [title, headline.markdown(res), rest, *parts[1:]]
     return "\n\n".join(p.strip() for p in parts if p.strip()) + "\n"
 
 

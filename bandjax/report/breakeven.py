@@ -25,6 +25,7 @@ from .. import inverse as inv
 from .. import sensitivity as sens
 from .. import variants as _v
 from ..scenario import BASES, Scenario, resolve_budget
+from .sections import BreakEvens, Results
 
 KEY = "breakeven"
 ENOB_GRID_GBps = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 12.5, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0)
@@ -124,7 +125,7 @@ def _entry(a, b, basis, c, index) -> dict:
             "status": d["status"]}
 
 
-def build(scenario: Scenario, ctx: dict) -> dict:
+def build(scenario: Scenario, ctx: dict) -> BreakEvens:
     sc = scenario
     lo, hi = be.BANDWIDTH_RANGE_GBps
     ps, c, jac = _all_pairs(sc)
@@ -171,15 +172,9 @@ def build(scenario: Scenario, ctx: dict) -> dict:
             c = inv.smallest_change(sc, a, b, p, basis=basis)
             inverse.append({**c.as_dict(), "target_GBps": float(sc.wan_Bps) / 1e9})
 
-    return {
-        "break_even_range_GBps": [lo, hi],
-        "break_even_GBps": crossings,
-        "break_even_GBps_by_budget": by_budget,
-        "enob_break_even": enob,
-        "budget_break_even": budget,
-        "sensitivity": sensitivity,
-        "inverse": inverse,
-    }
+    return BreakEvens(break_even_range_GBps=[lo, hi], break_even_GBps=crossings,
+                      break_even_GBps_by_budget=by_budget, enob_break_even=enob,
+                      budget_break_even=budget, sensitivity=sensitivity, inverse=inverse)
 
 
 # --------------------------------------------------------------------------- markdown
@@ -205,11 +200,13 @@ def _crossing_cell(e: dict, names=None) -> str:
     return f"none ({e['status'].replace('_', ' ')})"
 
 
-def markdown(results: dict) -> str:
-    if "break_even_GBps" not in results:
+def markdown(results: Results | dict) -> str:
+    results = Results.of(results)
+    r = results.breakeven
+    if r is None:
         return ""
-    lo, hi = results["break_even_range_GBps"]
-    names = {vid: v["short"] for vid, v in results.get("setup", {}).get("variants", {}).items()}
+    lo, hi = r.break_even_range_GBps
+    names = results.names()
     out = ["## Break-evens", "",
            f"Where two variants reach the target loss in the same time, searched over {lo:g} to "
            f"{hi:g} GB/s of WAN bandwidth per direction (closed forms, d calibrated to the study's "
@@ -218,24 +215,24 @@ def markdown(results: dict) -> str:
            "is not in the pair.", "",
            "| pair | basis | budget | break-even | faster below | faster above |",
            "|---|---|---|---|---|---|"]
-    for e in results["break_even_GBps"]:
+    for e in r.break_even_GBps:
         below = _short(e["winner_below"], names) if e["GBps"] else "-"
         above = _short(e["winner_above"], names) if e["GBps"] else "-"
         out.append(f"| {_pair_label(e, names)} | {_basis_label(e['basis'])} | {e['budget']} | "
                    f"{_crossing_cell(e, names)} | {below} | {above} |")
 
-    if results.get("break_even_GBps_by_budget"):
+    if r.break_even_GBps_by_budget:
         out += ["", "### With the module's budget at [free], [low] and [high]", "",
                 "| pair | basis | " + " | ".join(f"[{b}]" for b in BUDGETS) + " |",
                 "|---|---|" + "---|" * len(BUDGETS)]
         rows: dict = {}
-        for e in results["break_even_GBps_by_budget"]:
+        for e in r.break_even_GBps_by_budget:
             rows.setdefault((e["a"], e["b"], e["basis"]), {})[e["budget"]] = e
         for (a, b, basis), cells in rows.items():
             out.append(f"| {_short(a, names)} vs {_short(b, names)} | {_basis_label(basis)} | "
                        + " | ".join(_crossing_cell(cells[k], names) for k in BUDGETS) + " |")
 
-    budget = results["budget_break_even"]
+    budget = r.budget_break_even
     out += ["", "### Budget", "",
             f"The module's compute stops binding above {budget['numeric_GFLOPs']:.4g} GFLOP/s "
             f"(numeric search; closed form transform FLOPs x optics rate: "
@@ -246,10 +243,10 @@ def markdown(results: dict) -> str:
             "The lowest measured ENOB at which the in-transit variant still beats its rival at each "
             "bandwidth; '-' where it wins at no measured ENOB (an ENOB that never reaches the "
             "target never wins).", ""]
-    grid = results["enob_break_even"][0]["GBps"] if results["enob_break_even"] else []
+    grid = r.enob_break_even[0]["GBps"] if r.enob_break_even else []
     out += ["| pair | basis | " + " | ".join(f"{g:g} GB/s" for g in grid) + " |",
             "|---|---|" + "---|" * len(grid)]
-    for e in results["enob_break_even"]:
+    for e in r.enob_break_even:
         out.append(f"| {_pair_label(e, names)} | {_basis_label(e['basis'])} | "
                    + " | ".join("-" if v is None else f"{v:g} bits" for v in e["enob"]) + " |")
 
@@ -258,7 +255,7 @@ def markdown(results: dict) -> str:
             "differentiation at the root); the three largest. ENOB here is bits per coefficient "
             "with the steps held; steps_a / steps_b are a's and b's steps to target.", "",
             "| break-even | at | largest elasticities (% per %) |", "|---|---|---|"]
-    for s in results["sensitivity"]:
+    for s in r.sensitivity:
         # below 1e-9 % per % is rounding: a parameter the break-even does not depend on
         top = [f"{n} {v:+.3g}" for n, v in list(s["elasticity"].items())[:3] if abs(v) > 1e-9]
         if s["quantity"] == "budget_break_even":
@@ -271,7 +268,7 @@ def markdown(results: dict) -> str:
             "The smallest change of one parameter (the rest held, the WAN at the scenario's) that "
             "makes the first variant win; searched from / 100 to x 100 of the current value.", "",
             "| target | parameter | current | needed | change |", "|---|---|---|---|---|"]
-    for c in results["inverse"]:
+    for c in r.inverse:
         target = f"{_short(c['a'], names)} beats {_short(c['b'], names)} ({c['basis']}) at {c['target_GBps']:g} GB/s"
         if c["status"] == "already":
             needed, change = "already wins", "-"

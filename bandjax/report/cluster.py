@@ -10,7 +10,7 @@ at each (K, topology); ``conclusions``: short sentences written from those numbe
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import replace
 
 import numpy as np
 
@@ -19,25 +19,9 @@ from ..scenario import BASES, Scenario
 from . import constants as C
 from . import passes
 from .breakeven import compared_pairs
+from .sections import Cluster, Results
 
 KEY = "cluster"
-
-
-@dataclass(frozen=True)
-class Cluster:
-    """The section's numbers. ``time_to_target_s[basis][variant]``: [K][topology] in s (None:
-    no time, never reaches the target or not measured); ``winner[basis]``: [K][topology] variant
-    ids; ``break_even_GBps``: one entry per compared pair and basis with [K][topology] lists of
-    crossings in GB/s."""
-
-    dcs: list[int]
-    topologies: list[str]
-    wan_GBps: float
-    latency_ms: float
-    time_to_target_s: dict
-    winner: dict
-    break_even_GBps: list[dict]
-    conclusions: list[str]
 
 
 def _crossings(sc: Scenario) -> list[dict]:
@@ -76,7 +60,7 @@ def compute(sc: Scenario, sw: passes.Sweeps) -> Cluster:
     cl = Cluster(dcs=list(C.DCS), topologies=list(C.TOPOLOGIES),
                  wan_GBps=float(sc.wan_Bps) / 1e9, latency_ms=float(sc.wan_latency_s) * 1e3,
                  time_to_target_s=times, winner=winner, break_even_GBps=crossings, conclusions=[])
-    return Cluster(**{**asdict(cl), "conclusions": conclusions(sc, cl)})
+    return replace(cl, conclusions=conclusions(sc, cl))
 
 
 def _short(sc: Scenario, vid) -> str:
@@ -119,43 +103,42 @@ def conclusions(sc: Scenario, cl: Cluster) -> list[str]:
     return words
 
 
-def build(sc: Scenario, ctx: dict) -> dict:
-    cl = compute(sc, passes.of(sc, ctx))
-    ctx[KEY] = cl
-    return {KEY: asdict(cl)}
+def build(sc: Scenario, ctx: dict) -> Cluster:
+    return compute(sc, passes.of(sc, ctx))
 
 
 def _fmt(xs) -> str:
     return ", ".join(f"{x:.3g}" for x in xs) if xs else "none"
 
 
-def markdown(results: dict) -> str:
-    cl = results.get(KEY)
-    if not cl:
+def markdown(results: Results | dict) -> str:
+    results = Results.of(results)
+    cl = results.cluster
+    if cl is None:
         return ""
-    names = {vid: v["short"] for vid, v in results["setup"]["variants"].items()}
+    names = results.names()
     out = ["## Your cluster", "",
-           f"K data centres, ring or mesh WAN, at the scenario's {cl['wan_GBps']:g} GB/s "
-           f"({8 * cl['wan_GBps']:g} Gb/s) per directed link and {cl['latency_ms']:g} ms one-way "
+           f"K data centres, ring or mesh WAN, at the scenario's {cl.wan_GBps:g} GB/s "
+           f"({8 * cl.wan_GBps:g} Gb/s) per directed link and {cl.latency_ms:g} ms one-way "
            "latency per hop; [free] budget unless the scenario names one.", "",
            "### Fastest to target (time in s)", "",
-           "| K | " + " | ".join(f"{t}, {b}" for t in cl["topologies"] for b in BASES) + " |",
-           "|---|" + "---|" * (len(cl["topologies"]) * len(BASES))]
-    for i, k in enumerate(cl["dcs"]):
+           "| K | " + " | ".join(f"{t}, {b}" for t in cl.topologies for b in BASES) + " |",
+           "|---|" + "---|" * (len(cl.topologies) * len(BASES))]
+    for i, k in enumerate(cl.dcs):
         cells = []
-        for j in range(len(cl["topologies"])):
+        for j in range(len(cl.topologies)):
             for b in BASES:
-                w = cl["winner"][b][i][j]
+                w = cl.winner[b][i][j]
                 cells.append("none" if w is None else
-                             f"{names.get(w, w)} ({cl['time_to_target_s'][b][w][i][j]:.3g} s)")
+                             f"{names.get(w, w)} ({cl.time_to_target_s[b][w][i][j]:.3g} s)")
         out.append(f"| {k} | " + " | ".join(cells) + " |")
     out += ["", "### Bandwidth break-evens against K (GB/s)", "",
-            "| pair | basis | topology | " + " | ".join(f"K = {k}" for k in cl["dcs"]) + " |",
-            "|---|---|---|" + "---|" * len(cl["dcs"])]
-    for e in cl["break_even_GBps"]:
-        for j, t in enumerate(cl["topologies"]):
+            "| pair | basis | topology | " + " | ".join(f"K = {k}" for k in cl.dcs) + " |",
+            "|---|---|---|" + "---|" * len(cl.dcs)]
+    for e in cl.break_even_GBps:
+        for j, t in enumerate(cl.topologies):
             out.append(f"| {names.get(e['a'], e['a'])} vs {names.get(e['b'], e['b'])} | {e['basis']} "
-                       f"| {t} | " + " | ".join(_fmt(e["GBps"][i][j]) for i in range(len(cl["dcs"])))
+                       f"| {t} | " + " | ".join(_fmt(e["GBps"][i][j]) for i in range(len(cl.dcs)))
                        + " |")
-    out += ["", *cl["conclusions"]]
+    out += ["", *cl.conclusions]
     return "\n".join(out)

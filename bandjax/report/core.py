@@ -11,6 +11,7 @@ from ..scenario import BASES, PRESETS, Scenario, to_toml_dict
 from ..step import COMPONENT_LABELS, COMPONENTS, STAGES, budget_break_even_FLOPs
 from . import passes
 from .constants import BUDGETS, ENERGY_PARTS, STATUS
+from .sections import Core, Results
 
 KEY = "core"
 
@@ -44,7 +45,7 @@ def _steps_json(x):
     return "never" if math.isinf(x) else x
 
 
-def build(sc: Scenario, ctx: dict) -> dict:
+def build(sc: Scenario, ctx: dict) -> Core:
     """The core tables, read from the report's one pass (:mod:`bandjax.report.passes`)."""
     sw = passes.of(sc, ctx)
     ids = list(sc.ids)
@@ -136,7 +137,7 @@ def build(sc: Scenario, ctx: dict) -> dict:
         "status": {basis: {vid: [STATUS[int(x)] for x in by_enob["status"].sel(basis=basis, variant=vid).values]
                            for vid in transit} for basis in BASES},
     }
-    return results
+    return Core(**results)
 
 
 def _float(x):
@@ -170,21 +171,25 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _name(results, vid) -> str:
-    v = results["setup"]["variants"][vid]
+def _name(r: Core, vid) -> str:
+    v = r.setup["variants"][vid]
     return f"{v['short']} ({vid})" if v["short"] not in (vid,) else vid
 
 
-def markdown(r: dict) -> str:
-    s = r["setup"]
-    ids = list(r["step_ms"])
+def markdown(results: Results | dict) -> str:
+    results = Results.of(results)
+    r = results.core
+    if r is None:
+        return ""
+    s = r.setup
+    ids = list(r.step_ms)
     low, high = s["budgets_GFLOPs"]["low"], s["budgets_GFLOPs"]["high"]
     sc = s["scenario"]
     out = [
         "# When does computing the band in transit pay?",
         "",
         "Closed-form results of the reference model for the study's scenario, computed by bandjax. "
-        f"Target loss {r['target_loss']}. Budgets: [free] = module compute not charged, "
+        f"Target loss {r.target_loss}. Budgets: [free] = module compute not charged, "
         f"[low] = {low:g} GFLOP/s, [high] = {high:g} GFLOP/s.",
         "",
         "## Setup",
@@ -200,7 +205,7 @@ def markdown(r: dict) -> str:
             ["module optics / FPGA", f"{sc['module']['optics']} / {sc['module']['fpga']}"],
         ]),
         "",
-        "Assumptions used below: " + "; ".join(f"**{k}**: {v}" for k, v in r["assumptions"].items()) + ".",
+        "Assumptions used below: " + "; ".join(f"**{k}**: {v}" for k, v in r.assumptions.items()) + ".",
         "",
         "## Step time",
         "",
@@ -209,19 +214,19 @@ def markdown(r: dict) -> str:
         "",
         _table(["variant", "[free] (ms)", "[low] (ms)", "[high] (ms)", "GPU compute share [free]",
                 "bytes per worker (B)"],
-               [[_name(r, v), *(_num(r["step_ms"][v][b]) for b in BUDGETS), _pct(r["compute_share"][v]),
-                 f"{r['bytes_per_worker'][v]:,.0f}"] for v in ids]),
+               [[_name(r, v), *(_num(r.step_ms[v][b]) for b in BUDGETS), _pct(r.compute_share[v]),
+                 f"{r.bytes_per_worker[v]:,.0f}"] for v in ids]),
         "",
         "### Module stages",
         "",
         "One worker's dense delta streams through four pipelined stages; the slowest sets the time.",
         "",
         _table(["stage", "[free] (ms)", "[low] (ms)", "[high] (ms)"],
-               [[st, *([_num(r["stages_ms"][st])] * 3 if st != "compute"
-                       else [_num(r["stages_ms"]["compute"][b]) for b in BUDGETS])] for st in STAGES]
-               + [["binding", *(r["stages_ms"]["binding"][b] for b in BUDGETS)]]),
+               [[st, *([_num(r.stages_ms[st])] * 3 if st != "compute"
+                       else [_num(r.stages_ms["compute"][b]) for b in BUDGETS])] for st in STAGES]
+               + [["binding", *(r.stages_ms["binding"][b] for b in BUDGETS)]]),
         "",
-        f"The budget stops binding at {r['budget_break_even_GFLOPs']:.1f} GFLOP/s "
+        f"The budget stops binding at {r.budget_break_even_GFLOPs:.1f} GFLOP/s "
         "(transform FLOPs per parameter x optics rate, independent of P).",
         "",
         "## Time to target",
@@ -229,18 +234,18 @@ def markdown(r: dict) -> str:
         "Steps x step time at [free]. n/a: no steps (never reaches the target, or not measured).",
         "",
         _table(["variant", "steps (hypothesis)", "time (s), hypothesis", "steps (exact)", "time (s), exact"],
-               [[_name(r, v), _num(r["steps_to_target"]["hypothesis"][v], 0),
-                 _num(r["time_to_target_s"]["hypothesis"][v]),
-                 _num(r["steps_to_target"]["exact"][v], 0), _num(r["time_to_target_s"]["exact"][v])]
+               [[_name(r, v), _num(r.steps_to_target["hypothesis"][v], 0),
+                 _num(r.time_to_target_s["hypothesis"][v]),
+                 _num(r.steps_to_target["exact"][v], 0), _num(r.time_to_target_s["exact"][v])]
                 for v in ids]),
         "",
-        f"Hypothesis: {r['assumptions']['hypothesis']}. Exact: {r['assumptions']['exact']}.",
+        f"Hypothesis: {r.assumptions['hypothesis']}. Exact: {r.assumptions['exact']}.",
     ]
-    fastest = {b: min((t, v) for v, t in r["time_to_target_s"][b].items() if t is not None) for b in BASES}
+    fastest = {b: min((t, v) for v, t in r.time_to_target_s[b].items() if t is not None) for b in BASES}
     out += ["", "Fastest to target at this WAN: " + "; ".join(
         f"{b} basis: {_name(r, fastest[b][1])} at {fastest[b][0]:.3f} s" for b in BASES) + "."]
 
-    be = r["by_enob"]
+    be = r.by_enob
     out += ["", "### By ENOB", "",
             "In-transit variants at each measured ENOB ([free], times in s; `never` = measured, never "
             "reaches the target).", "",
@@ -249,22 +254,22 @@ def markdown(r: dict) -> str:
                                        zip(be["time_to_target_s"][b][v], be["status"][b][v]))]
                     for v in be["status"][BASES[0]] for b in BASES])]
 
-    comps = list(next(iter(next(iter(r["hot_spots"].values())).values())))
+    comps = list(next(iter(next(iter(r.hot_spots.values())).values())))
     out += ["", "## Hot spots", "",
             "Share of the step held by each term; only the module's binding stage holds module time.",
             ""]
     rows = []
     for v in ids:
         for b in BUDGETS:
-            if b != "free" and not any(r["hot_spots"][v][b][c] for c in comps if c.startswith("module")):
+            if b != "free" and not any(r.hot_spots[v][b][c] for c in comps if c.startswith("module")):
                 continue
-            h = r["hot_spots"][v][b]
+            h = r.hot_spots[v][b]
             top = max(comps, key=lambda c: h[c])
             rows.append([_name(r, v), b, *(_pct(h[c]) if h[c] else "" for c in comps),
                          COMPONENT_LABELS[top]])
     out.append(_table(["variant", "budget", *(COMPONENT_LABELS[c] for c in comps), "hot spot"], rows))
 
-    e = r["energy"]
+    e = r.energy
     out += ["", "## Energy", "",
             "Per step (J) at [free] in three columns, and to target (kJ) on both bases. GPUs draw "
             "static power for the whole step; the module's FLOPs are covered by its power.", "",
@@ -275,7 +280,7 @@ def markdown(r: dict) -> str:
                      _num(e["to_target_kJ"]["hypothesis"][v]["free"]),
                      _num(e["to_target_kJ"]["exact"][v]["free"])] for v in ids])]
 
-    ms = r["model_size"]
+    ms = r.model_size
     out += ["", "## Model size", "",
             "Bytes and GPU compute scale with P; the calibrated d does not, so the order of the "
             "variants changes only through d. Times to target (s), [free].", "",
@@ -283,7 +288,7 @@ def markdown(r: dict) -> str:
                    [[_name(r, v), *(_num(ms[m]["time_to_target_s"][b][v]) for m in ms for b in BASES)]
                     for v in ids])]
 
-    h = r["sync_every_H"]
+    h = r.sync_every_H
     out += ["", "## Syncing every H steps", "",
             f"**Assumption**: {h['assumption']}. Times to target (s), hypothesis basis, [free].", "",
             _table(["H", *(f"{_name(r, v)} (s)" for v in ids)],

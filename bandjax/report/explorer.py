@@ -23,6 +23,7 @@ from ..scenario import Scenario, reference
 from . import figures as _figures
 from . import headline as _headline
 from . import views as _views
+from .sections import Results
 
 PAGE = "explorer.html"
 NARROW_PX = 1100  # below this window width the charts' legends go below their plots
@@ -119,10 +120,10 @@ def _words(view: _views.View, initial: dict) -> str:
     return "\n".join(out)
 
 
-def _headline_html(results: dict) -> str:
+def _headline_html(results: Results) -> str:
     """The report's headline, the same sentences as results.md's, or a note that it is missing."""
-    # the sentences name variants by the report's own setup table
-    lines = _headline.lines(results) if results.get(_headline.KEY) and results.get("setup") else []
+    # the sentences name variants by the report's own setup table (the core section)
+    lines = _headline.lines(results)
     if not lines:
         return ('<div id="headline" class="headline"><p class="missing"><b>Not available yet.</b> '
                 "The headline (results key headline).</p></div>")
@@ -315,11 +316,13 @@ main().catch(err => {
 """
 
 
-def page(scenario: Scenario | None = None, results: dict | None = None, sweeps=None) -> str:
+def page(scenario: Scenario | None = None, results: Results | dict | None = None,
+         sweeps=None) -> str:
     """The explorer page as one HTML string (charts' JavaScript inlined), drawn from the report's
-    one pass ``sweeps`` (:mod:`bandjax.report.passes`; computed here when not given)."""
+    one pass ``sweeps`` (:mod:`bandjax.report.passes`; computed here when not given) and its
+    sections ``results`` (typed, or a results dict read into them)."""
     sc = reference() if scenario is None else scenario
-    results = results or {}
+    results = Results.of(results)
     views = _views.collect(sc, results, sweeps)
     charts = _figures.charts(views, sc, interactive=True)
     specs = {cid: _figures.to_spec(chart, data) for cid, (_, chart, data) in charts.items()}
@@ -395,8 +398,8 @@ const NARROW_PX = {NARROW_PX};
 """
 
 
-def write(out: str | Path, scenario: Scenario | None = None, results: dict | None = None,
-          sweeps=None) -> Path:
+def write(out: str | Path, scenario: Scenario | None = None,
+          results: Results | dict | None = None, sweeps=None) -> Path:
     """Write ``out/explorer.html`` (whole or not at all); ``results`` default to the report's,
     built here with the same pass of the model the page draws."""
     sc = reference() if scenario is None else scenario
@@ -411,9 +414,10 @@ def write(out: str | Path, scenario: Scenario | None = None, results: dict | Non
     return path
 
 
-def read_results(path: str | Path, scenario: Scenario) -> dict:
-    """A results.json written by ``bandjax report`` for ``scenario``; an error if it was written
-    for another scenario or is not a report."""
+def read_results(path: str | Path, scenario: Scenario) -> Results:
+    """The sections of a results.json written by ``bandjax report`` for ``scenario``; an error if
+    it was written for another scenario or is not a report (a section with a key missing or
+    unknown included)."""
     import json
 
     from .._io import read_bounded_text
@@ -428,10 +432,15 @@ def read_results(path: str | Path, scenario: Scenario) -> dict:
         raise ValueError(f"--results {str(path)!r}: no such file") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"--results {str(path)!r}: not JSON ({e})") from None
-    written_for = results.get("setup", {}).get("scenario") if isinstance(results, dict) else None
+    try:
+        sections = Results.of(results)
+    except ValueError as e:
+        raise ValueError(f"--results {str(path)!r}: not a bandjax report ({e})") from None
+    setup = sections.core.setup if sections.core else None
+    written_for = setup.get("scenario") if isinstance(setup, dict) else None
     if written_for is None:
         raise ValueError(f"--results {str(path)!r}: not a bandjax report (no setup.scenario)")
     if written_for != json.loads(json.dumps(to_toml_dict(scenario))):
         raise ValueError(f"--results {str(path)!r} was written for another scenario; "
                          "pass the same --scenario it was written with, or leave --results out")
-    return results
+    return sections

@@ -22,6 +22,7 @@ from ..scenario import BASES, Scenario
 from . import constants as C
 from . import passes
 from . import views as _views
+from .sections import Figures, Results
 
 KEY = "figures"
 FIGURES_DIR = "figures"
@@ -615,18 +616,20 @@ def render(spec: dict) -> tuple[bytes, bytes]:
     return svg.encode("utf-8"), png
 
 
-def build(scenario: Scenario, ctx: dict) -> dict:
-    """Write every figure into ``ctx["out"]/figures`` (when there is an output folder)."""
+def build(scenario: Scenario, ctx: dict) -> Figures:
+    """Write every figure into ``ctx["out"]/figures`` (when there is an output folder), drawn from
+    the sections built before (``ctx["sections"]``) as results.json holds them."""
     out = ctx.get("out")
     if out is None:
-        return {KEY: []}
+        return Figures(figures=[])
     from pathlib import Path
 
     from tqdm import tqdm
 
     from . import _json_ready
 
-    results = _json_ready(ctx.get("results", {}))
+    done = ctx.get("sections") or Results()
+    results = Results.of(_json_ready(done.to_json()))  # as a page read from results.json sees it
     views = _views.collect(scenario, results, passes.of(scenario, ctx))
     by = {v.key: v for v in views}
     folder = Path(out) / FIGURES_DIR
@@ -640,15 +643,16 @@ def build(scenario: Scenario, ctx: dict) -> dict:
                         "svg": f"{FIGURES_DIR}/{fid}.svg", "png": f"{FIGURES_DIR}/{fid}.png"})
     sections = [{"section": v.key, "title": v.title, "conclusion": v.conclusion,
                  "assumptions": v.assumptions, "missing": v.missing} for v in views]
-    return {KEY: entries, "figure_sections": sections}
+    return Figures(figures=entries, figure_sections=sections)
 
 
-def markdown(results: dict) -> str:
-    entries = results.get(KEY) or []
+def markdown(results: Results | dict) -> str:
+    results = Results.of(results)
+    entries = results.figures.figures if results.figures else []
     if not entries:
         return ""
     parts = ["## Figures"]
-    for s in results.get("figure_sections", []):
+    for s in results.figures.figure_sections or []:
         figs = [e for e in entries if e["section"] == s["section"]]
         parts.append(f"### {s['title']}")
         for e in figs:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..scenario import BASES, Scenario
 from . import passes
+from .sections import BreakEvens, Headline, Results
 
 KEY = "headline"
 
@@ -29,23 +30,29 @@ def _segments(sw: passes.Sweeps, basis: str, own: str) -> list[tuple[str, float,
     return [tuple(s) for s in segs]
 
 
-def build(sc: Scenario, ctx: dict) -> dict:
-    r = ctx["results"]
+def build(sc: Scenario, ctx: dict) -> Headline:
+    """The headline from the core and break-even sections built before it (``ctx["sections"]``)
+    and the report's one pass."""
+    done = ctx["sections"]
+    if done.core is None:
+        raise ValueError("the headline reads the core section; build it first")
     sw = passes.of(sc, ctx)
     own = passes.scenario_budget(sc)
     wan = float(sc.wan_Bps) / 1e9
     winners, changes = {}, {}
     for basis in BASES:
-        times = {v: t for v, t in r["time_to_target_s"][basis].items() if t == t and t is not None}
+        times = {v: t for v, t in done.core.time_to_target_s[basis].items() if t == t and t is not None}
         best = min(times, key=times.get) if times else None
         winners[basis] = {"variant": best, "time_to_target_s": times.get(best)}
         segs = _segments(sw, basis, own)
         # a change of winner lies between two grid points: its root-finder value where a
         # break-even of the two is known, else the midpoint (log) of the two grid points
-        changes[basis] = [{"from": a[0], "to": b[0], "GBps": _crossing(r, a[0], b[0], basis, a[2], b[1])}
+        changes[basis] = [{"from": a[0], "to": b[0],
+                           "GBps": _crossing(done.breakeven, a[0], b[0], basis, a[2], b[1])}
                           for a, b in zip(segs, segs[1:])]
     transit = {v.id for v in sc.variants if v.in_transit}
-    change = [c for c in r.get("inverse", []) if c["a"] in transit and c["status"] in ("found", "already")]
+    inverse = done.breakeven.inverse if done.breakeven else []
+    change = [c for c in inverse if c["a"] in transit and c["status"] in ("found", "already")]
     smallest = {}
     for basis in BASES:
         ok = [c for c in change if c["basis"] == basis and c.get("ratio") is not None]
@@ -53,7 +60,7 @@ def build(sc: Scenario, ctx: dict) -> dict:
             c = min(ok, key=lambda c: abs(_log(c["ratio"])))
             smallest[basis] = {k: c[k] for k in ("a", "b", "parameter", "current", "required",
                                                  "ratio", "units", "status")}
-    return {KEY: {"wan_GBps": wan, "winner": winners, "changes": changes, "smallest_change": smallest}}
+    return Headline(wan_GBps=wan, winner=winners, changes=changes, smallest_change=smallest)
 
 
 def _log(x):
@@ -62,8 +69,8 @@ def _log(x):
     return math.log(x) if x and x > 0 else float("inf")
 
 
-def _crossing(r: dict, a, b, basis, lo, hi) -> float:
-    for e in r.get("break_even_GBps", []):
+def _crossing(r: BreakEvens | None, a, b, basis, lo, hi) -> float:
+    for e in (r.break_even_GBps if r else []):
         if {e["a"], e["b"]} == {a, b} and e["basis"] in (basis, None):
             inside = [x for x in e["GBps"] if lo <= x <= hi]
             if inside:
@@ -79,29 +86,30 @@ def _fmt_value(x, units):
     return f"{x / f:.4g} {u}".rstrip()
 
 
-def lines(results: dict) -> list[str]:
+def lines(results: Results | dict) -> list[str]:
     """The headline as sentences (for results.md, the page and ``bandjax report``)."""
-    h = results.get(KEY)
-    if not h:
+    results = Results.of(results)
+    h = results.headline
+    if h is None or results.core is None:
         return []
-    names = {vid: v["short"] for vid, v in results["setup"]["variants"].items()}
+    names = results.names()
     n = lambda v: names.get(v, v) if v else "none"  # noqa: E731
     out = []
     for basis in BASES:
-        w = h["winner"][basis]
+        w = h.winner[basis]
         t = w["time_to_target_s"]
-        out.append(f"At {h['wan_GBps']:g} GB/s ({8 * h['wan_GBps']:g} Gb/s), {n(w['variant'])} "
+        out.append(f"At {h.wan_GBps:g} GB/s ({8 * h.wan_GBps:g} Gb/s), {n(w['variant'])} "
                    f"reaches the target first" + (f" in {t:.3g} s" if t is not None else "")
                    + f" ({basis} basis).")
     for basis in BASES:
-        ch = h["changes"][basis]
+        ch = h.changes[basis]
         if ch:
             out.append("Over bandwidth the winner changes " + "; ".join(
                 f"from {n(c['from'])} to {n(c['to'])} at {c['GBps']:.3g} GB/s "
                 f"({8 * c['GBps']:.3g} Gb/s)" for c in ch) + f" ({basis} basis).")
         else:
             out.append(f"The winner is the same across 0.1 to 1,000 GB/s ({basis} basis).")
-    for basis, c in h["smallest_change"].items():
+    for basis, c in h.smallest_change.items():
         if c["status"] == "already":
             out.append(f"{n(c['a'])} already beats {n(c['b'])} ({basis} basis).")
         else:
@@ -122,6 +130,7 @@ def _display_name(parameter: str) -> str:
     return entry.name if entry is not None else parameter
 
 
-def markdown(results: dict) -> str:
+def markdown(results: Results | dict) -> str:
+    results = Results.of(results)
     ls = lines(results)
     return "\n".join(["**Headline.**", "", *(f"- {s}" for s in ls)]) if ls else ""

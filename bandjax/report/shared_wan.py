@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import variants as _v
 from ..scenario import Scenario
+from .sections import Results, SharedWan
 
 KEY = "shared_wan"
 LOADS = (0.0, 0.5, 0.9)
@@ -71,7 +72,7 @@ def ci95(samples) -> tuple[float, float]:
     return float(x.mean() - half), float(x.mean() + half)
 
 
-def build(scenario: Scenario, ctx: dict) -> dict:
+def build(scenario: Scenario, ctx: dict) -> SharedWan:
     """Engine runs and the approximation for ``scenario``; see the module docstring."""
     import events
     import jax.numpy as jnp
@@ -145,7 +146,7 @@ def build(scenario: Scenario, ctx: dict) -> dict:
     run = events.run(scenario, trace_variant, TRACE_LOAD, seed=0, steps=TRACE_STEPS)
     out["trace"] = {"variant": trace_variant, "load": TRACE_LOAD,
                     "bandwidth_GBps": float(scenario.wan_Bps) / 1e9, **run.trace}
-    return {KEY: out}
+    return SharedWan(**out)
 
 
 def traffic_links(sc: Scenario):
@@ -154,42 +155,43 @@ def traffic_links(sc: Scenario):
     return np.asarray(K * (K - 1) if mesh else K)
 
 
-def markdown(results: dict) -> str:
-    r = results.get(KEY)
-    if not r:
+def markdown(results: Results | dict) -> str:
+    results = Results.of(results)
+    r = results.shared_wan
+    if r is None:
         return ""
-    loads = r["loads"]
+    loads = r.loads
     head = " | ".join(f"load {x:g}: seed 0 / mean [95% CI] / growth / approx." for x in loads)
-    K, topology = r.get("dcs", 2), r.get("topology", "ring")
+    K, topology = r.dcs, r.topology
     lines = [
         "## Shared WAN (event engine)",
         "",
-        f"{K} DCs joined as a {topology}: each of the {r.get('links', 2)} directed WAN links in "
-        f"use ({r['bandwidth_GBps']:g} GB/s each) is a first-come-first-served link "
+        f"{K} DCs joined as a {topology}: each of the {r.links} directed WAN links in "
+        f"use ({r.bandwidth_GBps:g} GB/s each) is a first-come-first-served link "
         "shared with other jobs' Poisson 1 MB transfers at load x capacity; the sync's bytes on "
         "each link go as 1 MB messages one after another, and the step ends when every link is "
         "done. Step times in ms: one run of "
-        f"{r['steps']} steps at seed {r['seed']}, the mean over {r['seeds']} seeds with its 95% "
+        f"{r.steps} steps at seed {r.seed}, the mean over {r.seeds} seeds with its 95% "
         "interval (Student t), its growth against the load-0 step (the closed form, which the "
         "engine equals at load 0), and the queueing approximation "
-        f"(stated accuracy {r['approx_accuracy']:.0%} {r.get('approx_accuracy_basis', '')}; "
-        f"largest deviation here {r['approx_max_rel_err']:.1%}). Budget [free] unless the "
+        f"(stated accuracy {r.approx_accuracy:.0%} {r.approx_accuracy_basis or ''}; "
+        f"largest deviation here {r.approx_max_rel_err:.1%}). Budget [free] unless the "
         "scenario sets one; d calibrated to the study's step times.",
         "",
         f"| variant | {head} |",
         "|---|" + "---|" * len(loads),
     ]
     # the scenario's own variants (a user's included), as the report's setup lists them
-    shorts = {vid: v["short"] for vid, v in results.get("setup", {}).get("variants", {}).items()}
-    for vid, s in r["step_ms"].items():
+    shorts = results.names()
+    for vid, s in r.step_ms.items():
         cells = []
         for j in range(len(loads)):
-            lo, hi = r["ci95_ms"][vid][j]
+            lo, hi = r.ci95_ms[vid][j]
             interval = "[n/a: one seed]" if lo is None else f"[{lo:.3f}, {hi:.3f}]"
-            cells.append(f"{s[j]:.3f} / {r['mean_step_ms'][vid][j]:.3f} {interval} / "
-                         f"x{r['growth'][vid][j]:.2f} / {r['approx_step_ms'][vid][j]:.3f}")
+            cells.append(f"{s[j]:.3f} / {r.mean_step_ms[vid][j]:.3f} {interval} / "
+                         f"x{r.growth[vid][j]:.2f} / {r.approx_step_ms[vid][j]:.3f}")
         lines.append(f"| {shorts.get(vid, vid)} | " + " | ".join(cells) + " |")
-    measured = r.get("approx_accuracy_by_cluster", [])
+    measured = r.approx_accuracy_by_cluster
     if measured and all(m["accuracy"] is not None for m in measured):
         lines += ["", "The approximation's worst error against the engine's mean (every variant, "
                   "12.5 GB/s per link, loads 0.5 to 0.95): "
@@ -197,9 +199,9 @@ def markdown(results: dict) -> str:
                               .rstrip() + f" {m['accuracy']:.0%}" for m in measured) + "."]
     lines += [
         "",
-        f"At load 0 the engine matches the closed-form step to {r['load0_max_rel_err']:.1e} "
+        f"At load 0 the engine matches the closed-form step to {r.load0_max_rel_err:.1e} "
         f"(largest relative difference over every variant at "
-        f"{', '.join(f'{p:g}' for p in sorted({p['GBps'] for p in r['load0_points']}))} GB/s).",
+        f"{', '.join(f'{p:g}' for p in sorted({p['GBps'] for p in r.load0_points}))} GB/s).",
     ]
     return "\n".join(lines)
 

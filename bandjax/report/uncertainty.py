@@ -23,6 +23,7 @@ from .. import distributions as _dist
 from ..metrics import steps_to_target, time_to_target_s
 from ..scenario import BASES, Scenario
 from ..variants import DEFAULT_PAIRS
+from .sections import Results, Uncertainty
 
 KEY = "uncertainty"
 SAMPLES = 2000  # Monte Carlo draws per pair; ctx["uncertainty_samples"] overrides
@@ -68,7 +69,7 @@ def weakest_input(sc: Scenario) -> list[dict]:
     return out
 
 
-def build(sc: Scenario, ctx: dict) -> dict:
+def build(sc: Scenario, ctx: dict) -> Uncertainty:
     result: dict = {"point_values": not sc.uncertain, "weakest_input": weakest_input(sc),
                     "wan_GBps": float(sc.wan_Bps) / 1e9,
                     "short": {v.id: v.short for v in sc.variants}}
@@ -93,7 +94,7 @@ def build(sc: Scenario, ctx: dict) -> dict:
                     "delta_method_5_50_95": [float(x) for x in r.delta_GBps],
                     "crossing_share": r.crossing_share,
                     "p_a_wins": [float(x) for x in r.p_a_wins]})
-    return {KEY: result}
+    return Uncertainty(**result)
 
 
 def _interval(q) -> str:
@@ -109,11 +110,11 @@ def _g(x, unit: str = "GB/s") -> str:
     return "-" if x is None or (isinstance(x, float) and not np.isfinite(x)) else f"{x:.3g} {unit}"
 
 
-def weakest_words(r: dict) -> list[str]:
-    """The single-seed steps of ``r`` (the section's results) and what they decide, in words."""
-    short = r["short"]
+def weakest_words(r: Uncertainty) -> list[str]:
+    """The single-seed steps of ``r`` (the section) and what they decide, in words."""
+    short = r.short
     weak = []
-    for w in r["weakest_input"]:
+    for w in r.weakest_input:
         line = (f"{short[w['variant']]}'s steps to target ({w['steps']:,.0f} steps at ENOB "
                 f"{w['enob_bits']:g} bits, one seed), which {short[w['follower']]} takes")
         if w["decides"]:
@@ -125,40 +126,41 @@ def weakest_words(r: dict) -> list[str]:
     return weak
 
 
-def markdown(results: dict) -> str:
-    r = results.get(KEY)
+def markdown(results: Results | dict) -> str:
+    results = Results.of(results)
+    r = results.uncertainty
     if r is None:
         return ""
-    short = r["short"]
+    short = r.short
     out = ["## Uncertainty", ""]
     weak = weakest_words(r)
-    if r["point_values"]:
+    if r.point_values:
         out.append("Every answer of this report is a point value: the scenario has no uncertain "
                    "inputs (add an `[uncertain]` table to its file, e.g. "
                    "`wan = { normal = [\"12.5 GB/s\", \"1 GB/s\"] }`).")
         if weak:
             out += ["", "The weakest input is " + "; ".join(weak) + "."]
         return "\n".join(out)
-    out += [f"Uncertain inputs ({r['samples']} Monte Carlo samples, seed {r['seed']}): "
-            + "; ".join(f"`{i}`" for i in r["inputs"]) + ".", ""]
+    out += [f"Uncertain inputs ({r.samples} Monte Carlo samples, seed {r.seed}): "
+            + "; ".join(f"`{i}`" for i in r.inputs) + ".", ""]
     if weak:
         out += ["Single-seed steps: " + "; ".join(weak) + ".", ""]
     out += ["Bandwidth break-evens, GB/s per WAN direction: the 5% to 95% interval by Monte Carlo, "
             "with the delta method's beside it.", "",
             "| pair | basis | point | MC median | MC 5% to 95% | delta 5% to 95% | samples crossing |",
             "|---|---|---|---|---|---|---|"]
-    for e in r["break_even_GBps"]:
+    for e in r.break_even_GBps:
         mc, dm = e["monte_carlo_5_50_95"], e["delta_method_5_50_95"]
         out.append(f"| {short[e['a']]} vs {short[e['b']]} | {e['basis'] or 'either'} | "
                    f"{_g(e['point'])} | {_g(mc[1])} | {_interval(mc)} | {_interval(dm)} | "
                    f"{100 * e['crossing_share']:.0f}% |")
-    bw = r["bandwidth_GBps"]
+    bw = r.bandwidth_GBps
     picks = [i for i, b in enumerate(bw) if b in (0.1, 1.0, 12.5, 100.0, 1000.0)]
     out += ["", "Probability that the first of the pair reaches the target first "
             "(results.json: `p_a_wins`, aligned with `bandwidth_GBps`):", "",
             "| pair | basis | " + " | ".join(f"{bw[i]:g} GB/s" for i in picks) + " |",
             "|---|---|" + "---|" * len(picks)]
-    for e in r["break_even_GBps"]:
+    for e in r.break_even_GBps:
         out.append(f"| {short[e['a']]} vs {short[e['b']]} | {e['basis'] or 'either'} | "
                    + " | ".join(f"{100 * e['p_a_wins'][i]:.0f}%" for i in picks) + " |")
     return "\n".join(out)

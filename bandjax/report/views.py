@@ -1,9 +1,10 @@
 """The numbers behind the explorer page and the report's figures, one view per section.
 
-Each view is computed from the closed forms (:func:`bandjax.sweep`) and from the report's results
-dict (break-evens, the shared-WAN engine): nothing here is typed in. A view holds tidy rows for the
-charts, a table, its conclusion (sentences written from the numbers), its assumptions, and what is
-not available yet (a results key that is absent: that part is said to be missing, never filled in).
+Each view is computed from the report's one pass of the closed forms (:mod:`.passes`) and from
+its typed sections (:class:`.sections.Results`: break-evens, the shared-WAN engine, the cluster):
+nothing here is typed in. A view holds tidy rows for the charts, a table, its conclusion (sentences
+written from the numbers), its assumptions, and what is not available yet (a section the report
+was built without: that part is said to be missing, never filled in).
 
 Rows carry the page's controls (``basis``, ``enob``, ``budget``) as strings; a row whose numbers do
 not depend on a control holds ``"*"`` there, so a chart filters ``datum.basis == '*' || datum.basis
@@ -29,6 +30,7 @@ from ..step import STAGES, budget_break_even_FLOPs
 from . import passes
 from .constants import BANDWIDTH_RANGE_GBps, ENERGY_PARTS, H_VALUES, POINTS_PER_DECADE, STATUS
 from .passes import Sweeps, bandwidth_grid_GBps, budget_options, enob_label, scenario_budget
+from .sections import Cluster, Results, Uncertainty
 
 ANY = "*"
 CONTROLS = ("enob", "budget", "basis")
@@ -315,7 +317,7 @@ def _segments(rows_at_setting, grid) -> list[tuple[str, float, float]]:
     return [tuple(s) for s in segs]
 
 
-def bandwidth_view(sc: Scenario, results: dict, sw: Sweeps | None = None) -> View:
+def bandwidth_view(sc: Scenario, results: Results, sw: Sweeps | None = None) -> View:
     sw = passes.compute(sc) if sw is None else sw
     grid = bandwidth_grid_GBps(sc)
     ds = sw.bandwidth
@@ -333,8 +335,7 @@ def bandwidth_view(sc: Scenario, results: dict, sw: Sweeps | None = None) -> Vie
                  "scenario_GBps": _num(wan), "dots": []}
 
     _conclude(view, sc, lambda at: _bandwidth_words(rows, grid, i0, at))
-    sw = results.get("shared_wan")
-    points = sw.get("load0_points") if isinstance(sw, dict) else None
+    points = results.shared_wan.load0_points if results.shared_wan else None
     if points:
         dots, dev = _load0_dots(sc, points, rows)
         view.data["dots"] = dots
@@ -421,7 +422,7 @@ def _load0_dots(sc: Scenario, points: list[dict], curve_rows: list[dict]):
 # ------------------------------------------------------------------------------ 2. stages
 
 
-def stages_view(sc: Scenario, results: dict, sw: Sweeps) -> View:
+def stages_view(sc: Scenario, results: Results, sw: Sweeps) -> View:
     be = float(budget_break_even_FLOPs(sc)) / 1e9
     marks = {"low": float(sc.budget_low_FLOPs) / 1e9, "high": float(sc.budget_high_FLOPs) / 1e9}
     grid = np.asarray(sw.stages.budget, dtype=float)  # GFLOP/s
@@ -494,13 +495,13 @@ def _ratio_rows(sc: Scenario, pairs, bandwidth: View) -> list[dict]:
     return _collapse(rows, key=("pair", "i"), value="ratio")
 
 
-def _crossings(sc: Scenario, results: dict, pairs, rows, grid) -> list[dict]:
+def _crossings(sc: Scenario, results: Results, pairs, rows, grid) -> list[dict]:
     """The diamonds: the root finder's crossings where the break-even section gives them (the
     scenario's ENOB, every budget it ran), and elsewhere the crossings of the ratio curves on the
     page, interpolated between grid points (log-log), so a setting of the controls the section did
     not run still shows where its curves cross."""
-    entries = results.get("break_even_GBps") or []
-    by_budget = results.get("break_even_GBps_by_budget") or []
+    entries = results.breakeven.break_even_GBps if results.breakeven else []
+    by_budget = results.breakeven.break_even_GBps_by_budget if results.breakeven else []
     per_budget = {(e["a"], e["b"], e["basis"]) for e in by_budget}
     own = scenario_budget(sc)
     out, covered = [], set()
@@ -586,9 +587,10 @@ def _basis_words(basis) -> str:
     return f" ({basis} basis)" if basis else ""
 
 
-def breakeven_view(sc: Scenario, results: dict, bandwidth: View) -> View:
+def breakeven_view(sc: Scenario, results: Results, bandwidth: View) -> View:
     view = View("breakeven", "Break-even: ratio of times to target against bandwidth")
-    entries = results.get("break_even_GBps")
+    be = results.breakeven
+    entries = be.break_even_GBps if be else None
     pairs = list(dict.fromkeys((e["a"], e["b"]) for e in entries)) if entries else comparison_pairs()
     pairs = [p for p in pairs if _drawn(*p)] or pairs
     rows = _ratio_rows(sc, pairs, bandwidth)
@@ -612,7 +614,7 @@ def breakeven_view(sc: Scenario, results: dict, bandwidth: View) -> View:
     wan_i = bandwidth.data["start"]
     _conclude(view, sc, lambda at: _breakeven_words(rows, view.data["crossings"], pairs, wan_i,
                                                     bandwidth.data["grid_GBps"], at, bool(entries)))
-    enob = results.get("enob_break_even")
+    enob = be.enob_break_even if be else None
     if enob:
         erows, trows = [], []
         grid = sorted({float(g) for e in enob for g in (e.get("GBps") or [])})
@@ -634,7 +636,7 @@ def breakeven_view(sc: Scenario, results: dict, bandwidth: View) -> View:
     else:
         view.lacks("ENOB break-evens (the lowest ENOB at which an in-transit variant still wins)",
                    "enob_break_even")
-    sens = results.get("sensitivity")
+    sens = be.sensitivity if be else None
     if sens:
         view.data["sensitivity"] = sens
         table = _sensitivity_table(sens)
@@ -727,18 +729,18 @@ def _collapse(rows, key, value):
 # ------------------------------------------------------------------------------ 4. shared WAN
 
 
-def shared_wan_view(sc: Scenario, results: dict) -> View:
+def shared_wan_view(sc: Scenario, results: Results) -> View:
     view = View("shared_wan", "Shared WAN: the event engine with other jobs' traffic")
-    sw = results.get("shared_wan")
-    if not isinstance(sw, dict) or not sw.get("loads"):
+    sw = results.shared_wan
+    if sw is None or not sw.loads:
         view.lacks("The shared-WAN engine's results", "shared_wan")
         return view
-    loads = list(sw["loads"])
+    loads = list(sw.loads)
     # the 95% intervals belong to the mean over seeds, so show that mean beside them
-    over_seeds = bool(sw.get("mean_step_ms"))
-    step = sw.get("mean_step_ms") or sw.get("step_ms") or {}
-    ci = sw.get("ci95_ms") or {}
-    approx = sw.get("approx_step_ms") if isinstance(sw.get("approx_step_ms"), dict) else {}
+    over_seeds = bool(sw.mean_step_ms)
+    step = sw.mean_step_ms or sw.step_ms or {}
+    ci = sw.ci95_ms or {}
+    approx = sw.approx_step_ms or {}
     rows, table = [], []
     for vid in [v for v in sc.ids if v in step]:
         for j, load in enumerate(loads):
@@ -770,12 +772,12 @@ def shared_wan_view(sc: Scenario, results: dict) -> View:
     view.table = {"columns": ["load"] + [f"{short(v)} (ms)" for v in sc.ids if v in step],
                   "rows": table,
                   "caption": (f"Mean step time by load of other jobs' traffic over "
-                              f"{sw.get('seeds', 'n/a')} seeds, with 95% intervals; "
-                              f"{sw.get('steps', 'n/a')} steps per run." if over_seeds else
+                              f"{sw.seeds} seeds, with 95% intervals; "
+                              f"{sw.steps} steps per run." if over_seeds else
                               f"Mean step time by load of other jobs' traffic; "
-                              f"{sw.get('steps', 'n/a')} steps, seed {sw.get('seed', 'n/a')}.")}
+                              f"{sw.steps} steps, seed {sw.seed}.")}
     view.data = {"steps": rows}
-    tr = sw.get("trace")
+    tr = sw.trace
     if isinstance(tr, dict) and tr.get("t_ms"):
         trows = []
         for j, t in enumerate(tr["t_ms"]):
@@ -817,7 +819,7 @@ def shared_wan_view(sc: Scenario, results: dict) -> View:
         "1 MB each); the sync's bytes left (both directions) in MB (1e6 bytes).",
     ]
     if approx:
-        acc = sw.get("approx_accuracy")
+        acc = sw.approx_accuracy
         view.assumptions.append(
             "Dashed lines: the queueing approximation of the mean step"
             + (f" (stated accuracy {float(acc):.0%})" if isinstance(acc, (int, float)) else "")
@@ -862,7 +864,7 @@ def _model_words(rows, models, params, at) -> list[str]:
     return words
 
 
-def model_view(sc: Scenario, results: dict, sw: Sweeps) -> View:
+def model_view(sc: Scenario, results: Results, sw: Sweeps) -> View:
     models = list(PRESETS)
     ds = sw.model
     rows = _bar_rows(tidy(sc, ds, ("model",), {"t_s": lambda d: d.time_to_target_s,
@@ -914,7 +916,7 @@ def _h_words(rows, at) -> list[str]:
     return words
 
 
-def h_view(sc: Scenario, results: dict, sw: Sweeps) -> View:
+def h_view(sc: Scenario, results: Results, sw: Sweeps) -> View:
     ds = sw.H
     rows = tidy(sc, ds, ("H",), {"t_s": lambda d: d.time_to_target_s, "status": lambda d: d.status})
     view = View("sync_h", "Syncing every H steps")
@@ -953,7 +955,7 @@ def _energy_words(per_step, to_target, at) -> list[str]:
     return words
 
 
-def energy_view(sc: Scenario, results: dict, sw: Sweeps) -> View:
+def energy_view(sc: Scenario, results: Results, sw: Sweeps) -> View:
     ds = sw.point[["energy_per_step_J", "steps_to_target", "status"]]
     parts = list(ENERGY_PARTS)
     idx = [list(ds.energy.values).index(p) for p in parts]
@@ -980,37 +982,37 @@ def energy_view(sc: Scenario, results: dict, sw: Sweeps) -> View:
 # ------------------------------------------------------------------------------ 8. your cluster
 
 
-def _cluster_rows(sc: Scenario, cl: dict) -> tuple[list[dict], list[dict]]:
+def _cluster_rows(sc: Scenario, cl: Cluster) -> tuple[list[dict], list[dict]]:
     """Time to target of each variant against K (rows of the chart; a variant whose times do not
     depend on the basis is stored once, as "*") and the winner at each (K, topology, basis)."""
     times, winners = [], []
-    for vid in [v for v in sc.ids if v in cl["time_to_target_s"][BASES[0]]]:
-        by = [cl["time_to_target_s"][b][vid] for b in BASES]
+    for vid in [v for v in sc.ids if v in cl.time_to_target_s[BASES[0]]]:
+        by = [cl.time_to_target_s[b][vid] for b in BASES]
         bases = [ANY] if all(t == by[0] for t in by) else list(BASES)
         for basis, t in zip(bases, by):
-            for i, k in enumerate(cl["dcs"]):
-                for j, topo in enumerate(cl["topologies"]):
+            for i, k in enumerate(cl.dcs):
+                for j, topo in enumerate(cl.topologies):
                     times.append({"variant": vid, "short": short(vid), "K": k, "topology": topo,
                                   "basis": basis, "t_s": _num(t[i][j]) if t[i][j] is not None else None})
     for basis in BASES:
-        for i, k in enumerate(cl["dcs"]):
-            for j, topo in enumerate(cl["topologies"]):
-                w = cl["winner"][basis][i][j]
+        for i, k in enumerate(cl.dcs):
+            for j, topo in enumerate(cl.topologies):
+                w = cl.winner[basis][i][j]
                 if w is not None:
                     winners.append({"variant": w, "short": short(w), "K": k, "topology": topo,
-                                    "basis": basis, "t_s": _num(cl["time_to_target_s"][basis][w][i][j])})
+                                    "basis": basis, "t_s": _num(cl.time_to_target_s[basis][w][i][j])})
     return times, winners
 
 
-def _cluster_break_even_rows(cl: dict) -> list[dict]:
+def _cluster_break_even_rows(cl: Cluster) -> list[dict]:
     """Each compared pair's break-evens (GB/s) against K; a pair the report compares on the
     hypothesis basis only (its steps do not depend on the basis) holds "*"."""
-    both = {(e["a"], e["b"]) for e in cl["break_even_GBps"] if e["basis"] == BASES[1]}
+    both = {(e["a"], e["b"]) for e in cl.break_even_GBps if e["basis"] == BASES[1]}
     rows = []
-    for e in cl["break_even_GBps"]:
+    for e in cl.break_even_GBps:
         basis = e["basis"] if (e["a"], e["b"]) in both else ANY
-        for i, k in enumerate(cl["dcs"]):
-            for j, topo in enumerate(cl["topologies"]):
+        for i, k in enumerate(cl.dcs):
+            for j, topo in enumerate(cl.topologies):
                 for n, g in enumerate(e["GBps"][i][j]):
                     rows.append({"pair": f"{short(e['a'])} / {short(e['b'])}", "first": short(e["a"]),
                                  "second": short(e["b"]), "basis": basis, "K": k, "topology": topo,
@@ -1018,28 +1020,28 @@ def _cluster_break_even_rows(cl: dict) -> list[dict]:
     return rows
 
 
-def _cluster_entries(cl: dict, basis: str) -> list[dict]:
+def _cluster_entries(cl: Cluster, basis: str) -> list[dict]:
     """The cluster's break-even entries that hold on ``basis``: a pair's entry on that basis, or
     its only one where the report compares it on one basis (its steps do not depend on it)."""
-    both = {(e["a"], e["b"]) for e in cl["break_even_GBps"] if e["basis"] == BASES[1]}
-    return [e for e in cl["break_even_GBps"]
+    both = {(e["a"], e["b"]) for e in cl.break_even_GBps if e["basis"] == BASES[1]}
+    return [e for e in cl.break_even_GBps
             if e["basis"] == basis or ((e["a"], e["b"]) not in both and e["basis"] == BASES[0])]
 
 
-def _cluster_words(cl: dict, basis: str) -> list[str]:
+def _cluster_words(cl: Cluster, basis: str) -> list[str]:
     """On one basis, per topology: who reaches the target first along K, then how each compared
     pair's break-even against those winners moves from the smallest K to the largest."""
     words = []
-    k0, k1 = cl["dcs"][0], cl["dcs"][-1]
-    for j, topo in enumerate(cl["topologies"]):
-        winners = [cl["winner"][basis][i][j] for i in range(len(cl["dcs"]))]
+    k0, k1 = cl.dcs[0], cl.dcs[-1]
+    for j, topo in enumerate(cl.topologies):
+        winners = [cl.winner[basis][i][j] for i in range(len(cl.dcs))]
         runs: list[list] = []
-        for w, k in zip(winners, cl["dcs"]):
+        for w, k in zip(winners, cl.dcs):
             if runs and runs[-1][0] == w:
                 runs[-1][2] = k
             else:
                 runs.append([w, k, k])
-        t0, t1 = (cl["time_to_target_s"][basis][w][i][j] if w else None
+        t0, t1 = (cl.time_to_target_s[basis][w][i][j] if w else None
                   for w, i in ((winners[0], 0), (winners[-1], -1)))
         times = f" ({fmt_s(t0)} at K = {k0}, {fmt_s(t1)} at K = {k1})" if t0 and t1 else ""
         words.append(f"{topo.capitalize()}: " + "; ".join(
@@ -1053,22 +1055,22 @@ def _cluster_words(cl: dict, basis: str) -> list[str]:
     return words
 
 
-def cluster_view(sc: Scenario, results: dict) -> View:
+def cluster_view(sc: Scenario, results: Results) -> View:
     view = View("cluster", "Your cluster: K data centres, ring or mesh WAN")
-    cl = results.get("cluster")
-    if not isinstance(cl, dict) or not cl.get("dcs"):
+    cl = results.cluster
+    if cl is None:
         view.lacks("The cluster section's results (time to target and break-evens against K and the"
                    " WAN topology)", "cluster")
         return view
     times, winners = _cluster_rows(sc, cl)
     rows = _cluster_break_even_rows(cl)
-    view.data = {"times": times, "winners": winners, "break_evens": rows, "dcs": list(cl["dcs"]),
-                 "topologies": list(cl["topologies"]), "wan_GBps": _num(cl["wan_GBps"])}
+    view.data = {"times": times, "winners": winners, "break_evens": rows, "dcs": list(cl.dcs),
+                 "topologies": list(cl.topologies), "wan_GBps": _num(cl.wan_GBps)}
     view.table = _cluster_table(sc, cl)
     _conclude_by_basis(view, sc, {b: _cluster_words(cl, b) for b in BASES})
-    lat = float(cl["latency_ms"])
+    lat = float(cl.latency_ms)
     view.assumptions = [
-        f"At the scenario's {fmt_GBps(cl['wan_GBps'])} on every directed WAN link and "
+        f"At the scenario's {fmt_GBps(cl.wan_GBps)} on every directed WAN link and "
         f"{lat:g} ms one-way latency per hop, {setting_text(sc)}: the ENOB and budget controls "
         "do not move this section, the basis control does.",
         "K data centres of the scenario's workers each; a ring has K directed WAN links, a mesh "
@@ -1081,20 +1083,20 @@ def cluster_view(sc: Scenario, results: dict) -> View:
     return view
 
 
-def _cluster_table(sc: Scenario, cl: dict) -> dict:
-    cols = ["K"] + [f"{t}, {b}" for t in cl["topologies"] for b in BASES]
+def _cluster_table(sc: Scenario, cl: Cluster) -> dict:
+    cols = ["K"] + [f"{t}, {b}" for t in cl.topologies for b in BASES]
     rows = []
-    for i, k in enumerate(cl["dcs"]):
+    for i, k in enumerate(cl.dcs):
         cells = [str(k)]
-        for j in range(len(cl["topologies"])):
+        for j in range(len(cl.topologies)):
             for b in BASES:
-                w = cl["winner"][b][i][j]
+                w = cl.winner[b][i][j]
                 cells.append("none" if w is None else
-                             f"{short(w)} ({fmt_s(cl['time_to_target_s'][b][w][i][j])})")
+                             f"{short(w)} ({fmt_s(cl.time_to_target_s[b][w][i][j])})")
         rows.append(cells)
     return {"columns": cols, "rows": rows, "nowrap": list(range(1, len(cols))),
             "caption": (f"Fastest to target (time to target in s) at each K, topology and steps "
-                        f"basis, at {fmt_GBps(cl['wan_GBps'])} per directed link.")}
+                        f"basis, at {fmt_GBps(cl.wan_GBps)} per directed link.")}
 
 
 # ------------------------------------------------------------------------------ 9. how sure
@@ -1110,11 +1112,11 @@ def _mc(e: dict):
     return None if any(x is None for x in q) else tuple(float(x) for x in q)
 
 
-def _uncertainty_words(u: dict, basis: str) -> list[str]:
-    bw = list(u["bandwidth_GBps"])
-    i0 = int(np.argmin([abs(math.log(b / u["wan_GBps"])) for b in bw]))
+def _uncertainty_words(u: Uncertainty, basis: str) -> list[str]:
+    bw = list(u.bandwidth_GBps)
+    i0 = int(np.argmin([abs(math.log(b / u.wan_GBps)) for b in bw]))
     words = []
-    for e in u["break_even_GBps"]:
+    for e in u.break_even_GBps:
         if e["basis"] not in (None, basis):
             continue
         p = float(e["p_a_wins"][i0])
@@ -1131,20 +1133,20 @@ def _uncertainty_words(u: dict, basis: str) -> list[str]:
     return words
 
 
-def uncertainty_view(sc: Scenario, results: dict) -> View:
+def uncertainty_view(sc: Scenario, results: Results) -> View:
     """How firm the answers are: with uncertain inputs, each compared pair's probability of
     winning against bandwidth and its break-even's 90% interval; without, a note that every answer
     is a point value and which input is weakest."""
     from .uncertainty import weakest_words
 
     view = View("uncertainty", "How sure: uncertain inputs and the chance of winning")
-    u = results.get("uncertainty")
-    if not isinstance(u, dict) or "point_values" not in u:
+    u = results.uncertainty
+    if u is None:
         view.lacks("The uncertainty section's results (break-even intervals and the probability of "
                    "winning)", "uncertainty")
         return view
     weak = weakest_words(u)
-    if u["point_values"]:
+    if u.point_values:
         view.say("Every answer on this page is a point value: the scenario has no uncertain inputs "
                  "(an [uncertain] table in its file, or Scenario.uncertain, adds them; then this "
                  "section draws each pair's probability of winning against bandwidth).")
@@ -1152,15 +1154,15 @@ def uncertainty_view(sc: Scenario, results: dict) -> View:
             view.say("The weakest input is " + "; ".join(weak) + ".")
         return view
     rows, intervals = [], []
-    for e in u["break_even_GBps"]:
+    for e in u.break_even_GBps:
         b = e["basis"] or ANY
         rows += [{"pair": _pair(e), "basis": b, "GBps": _num(g), "p": _num(p)}
-                 for g, p in zip(u["bandwidth_GBps"], e["p_a_wins"])]
+                 for g, p in zip(u.bandwidth_GBps, e["p_a_wins"])]
         q = _mc(e)
         if q is not None:
             intervals.append({"pair": _pair(e), "basis": b, "lo": _num(q[0]), "mid": _num(q[1]),
                               "hi": _num(q[2]), "p": 0.5})
-    view.data = {"p_wins": rows, "intervals": intervals, "wan_GBps": _num(u["wan_GBps"]),
+    view.data = {"p_wins": rows, "intervals": intervals, "wan_GBps": _num(u.wan_GBps),
                  "pairs": list(dict.fromkeys(r["pair"] for r in rows))}
     view.table = {"columns": ["pair", "basis", "break-even (point)", "Monte Carlo 5% to 95%",
                               "delta method 5% to 95%", "samples crossing"],
@@ -1170,14 +1172,14 @@ def uncertainty_view(sc: Scenario, results: dict) -> View:
                             f"{g3(_mc(e)[0])} to {g3(_mc(e)[2])} GB/s",
                             "-" if None in e["delta_method_5_50_95"] else
                             f"{g3(e['delta_method_5_50_95'][0])} to {g3(e['delta_method_5_50_95'][2])} GB/s",
-                            f"{100 * e['crossing_share']:.0f}%"] for e in u["break_even_GBps"]],
+                            f"{100 * e['crossing_share']:.0f}%"] for e in u.break_even_GBps],
                   "nowrap": [2, 3, 4],
                   "caption": (f"Bandwidth break-evens per WAN direction under the uncertain inputs "
-                              f"({u['samples']} samples, seed {u['seed']}).")}
+                              f"({u.samples} samples, seed {u.seed}).")}
     _conclude_by_basis(view, sc, {b: _uncertainty_words(u, b) for b in BASES})
     view.assumptions = [
-        f"Monte Carlo over {u['samples']} samples (seed {u['seed']}) of the uncertain inputs: "
-        + "; ".join(u["inputs"]) + ". Every other input is the scenario's value.",
+        f"Monte Carlo over {u.samples} samples (seed {u.seed}) of the uncertain inputs: "
+        + "; ".join(u.inputs) + ". Every other input is the scenario's value.",
         "The probability is the share of samples in which the first of the pair reaches the "
         "target loss first at that WAN bandwidth; the bar at 50% spans the samples' break-evens "
         "from 5% to 95%, with a diamond at the median.",
@@ -1191,10 +1193,12 @@ def uncertainty_view(sc: Scenario, results: dict) -> View:
 # ------------------------------------------------------------------------------ all
 
 
-def collect(sc: Scenario, results: dict | None = None, sweeps: Sweeps | None = None) -> list[View]:
+def collect(sc: Scenario, results: Results | dict | None = None,
+            sweeps: Sweeps | None = None) -> list[View]:
     """Every view of the page, in the page's order, read from the report's one pass ``sweeps``
-    (computed here when not given)."""
-    results = results or {}
+    (computed here when not given) and its typed sections ``results`` (a results dict is read
+    into them, strictly; an absent section is said to be missing)."""
+    results = Results.of(results)
     sw = passes.compute(sc) if sweeps is None else sweeps
     with registry(sc):
         bw = bandwidth_view(sc, results, sw)
