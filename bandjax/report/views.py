@@ -317,7 +317,8 @@ def _segments(rows_at_setting, grid) -> list[tuple[str, float, float]]:
     return [tuple(s) for s in segs]
 
 
-def bandwidth_view(sc: Scenario, results: Results, sw: Sweeps | None = None) -> View:
+def bandwidth_view(sc: Scenario, results: Results | dict | None, sw: Sweeps | None = None) -> View:
+    results = Results.of(results)  # typed sections, or a results dict read into them
     sw = passes.compute(sc) if sw is None else sw
     grid = bandwidth_grid_GBps(sc)
     ds = sw.bandwidth
@@ -587,7 +588,8 @@ def _basis_words(basis) -> str:
     return f" ({basis} basis)" if basis else ""
 
 
-def breakeven_view(sc: Scenario, results: Results, bandwidth: View) -> View:
+def breakeven_view(sc: Scenario, results: Results | dict | None, bandwidth: View) -> View:
+    results = Results.of(results)  # typed sections, or a results dict read into them
     view = View("breakeven", "Break-even: ratio of times to target against bandwidth")
     be = results.breakeven
     entries = be.break_even_GBps if be else None
@@ -729,7 +731,8 @@ def _collapse(rows, key, value):
 # ------------------------------------------------------------------------------ 4. shared WAN
 
 
-def shared_wan_view(sc: Scenario, results: Results) -> View:
+def shared_wan_view(sc: Scenario, results: Results | dict | None) -> View:
+    results = Results.of(results)  # typed sections, or a results dict read into them
     view = View("shared_wan", "Shared WAN: the event engine with other jobs' traffic")
     sw = results.shared_wan
     if sw is None or not sw.loads:
@@ -1055,7 +1058,8 @@ def _cluster_words(cl: Cluster, basis: str) -> list[str]:
     return words
 
 
-def cluster_view(sc: Scenario, results: Results) -> View:
+def cluster_view(sc: Scenario, results: Results | dict | None) -> View:
+    results = Results.of(results)  # typed sections, or a results dict read into them
     view = View("cluster", "Your cluster: K data centres, ring or mesh WAN")
     cl = results.cluster
     if cl is None:
@@ -1133,10 +1137,11 @@ def _uncertainty_words(u: Uncertainty, basis: str) -> list[str]:
     return words
 
 
-def uncertainty_view(sc: Scenario, results: Results) -> View:
+def uncertainty_view(sc: Scenario, results: Results | dict | None) -> View:
     """How firm the answers are: with uncertain inputs, each compared pair's probability of
     winning against bandwidth and its break-even's 90% interval; without, a note that every answer
     is a point value and which input is weakest."""
+    results = Results.of(results)  # typed sections, or a results dict read into them
     from .uncertainty import weakest_words
 
     view = View("uncertainty", "How sure: uncertain inputs and the chance of winning")
