@@ -2,6 +2,7 @@
 before any work (one line, exit status 2), variants by id or label, progress while a report runs."""
 
 import ast
+import pickle
 import importlib.metadata
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import xarray as xr
 
 import bandjax
 from bandjax.cli import EXIT_ERROR, main
@@ -213,8 +215,13 @@ def test_budgets_are_selectable_by_their_names():
         assert str(by_value.budget_label.values) == name
     both = ds.step_s.sel(budget=["high", 42.0, "free"])
     np.testing.assert_array_equal(both.budget.values, [float(sc.budget_high_FLOPs) / 1e9, 42.0, np.inf])
-    # the name survives slicing, the older index's way with a label coordinate still works
-    assert float(ds.isel(budget=[1, 3]).budget.sel(budget="low")) == float(sc.budget_low_FLOPs) / 1e9
+    # the name survives slicing, joining along the axis and pickling; the older way, an index on
+    # the label coordinate, still works
+    low = float(sc.budget_low_FLOPs) / 1e9
+    assert float(ds.isel(budget=[1, 3]).budget.sel(budget="low")) == low
+    joined = xr.concat([ds.isel(budget=[0]), ds.isel(budget=[1])], "budget")
+    assert float(joined.budget.sel(budget="low")) == low
+    assert float(pickle.loads(pickle.dumps(ds)).budget.sel(budget="low")) == low
     np.testing.assert_array_equal(ds.set_xindex("budget_label").step_s.sel(budget_label="low").values,
                                   ds.step_s.sel(budget="low").values)
     # budgets differ where a module computes: the names pick different rows
