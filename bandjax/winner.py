@@ -30,7 +30,6 @@ import jax.numpy as jnp
 import numpy as np
 import xarray as xr
 
-from ._budget_index import budget_indexed
 from .grid import DTYPES, label, precision, scenario_arrays
 from .scenario import Scenario, reference
 from .step import comm_parts_s, exposed_s, sum_parts
@@ -265,10 +264,11 @@ def label_map(sc: Scenario, g: Grid, raw: dict) -> xr.Dataset:
     for k in OUTPUTS:
         attrs = {**_ATTRS[k], **(flags if k in ("winner", "runner_up") else {})}
         data[k] = xr.Variable(dims, raw[k], attrs)
-    coords = {k: v for k, v in base.coords.items() if k not in ("variant", "label")}
-    coords["variant"] = xr.Variable("variant", np.asarray(ids), {"long_name": "variants that compete"})
-    coords["label"] = xr.Variable("variant", np.asarray([sc.variant(v).short for v in ids]))
-    ds = budget_indexed(xr.Dataset(data, coords=coords))
+    # the sweep's coordinates with their indexes (the budget axis's names among them)
+    coords = base.drop_vars(["variant", "label"], errors="ignore").coords
+    ds = xr.Dataset(data, coords=coords).assign_coords(
+        variant=xr.Variable("variant", np.asarray(ids), {"long_name": "variants that compete"}),
+        label=xr.Variable("variant", np.asarray([sc.variant(v).short for v in ids])))
     ds.attrs.update(base.attrs)
     ds.attrs["title"] = "bandjax winner map"
     ds.attrs["ties"] = "first in variant order wins; the later one is the runner-up (margin 1)"

@@ -27,7 +27,7 @@ from .. import variants as _v
 from ..scenario import BASES, Scenario, resolve_budget
 from .sections import BreakEvens, Results
 
-KEY = "breakeven"
+KEY = BreakEvens.KEY
 ENOB_GRID_GBps = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 12.5, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0)
 BUDGETS = ("free", "low", "high")
 INVERSE_PARAMETERS = ("optics_Sps", "budget_FLOPs", "qsfp_port_Bps", "worker_port_Bps", "wan_Bps",

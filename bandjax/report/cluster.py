@@ -21,7 +21,7 @@ from . import passes
 from .breakeven import compared_pairs
 from .sections import Cluster, Results
 
-KEY = "cluster"
+KEY = Cluster.KEY
 
 
 def _crossings(sc: Scenario) -> list[dict]:

@@ -13,7 +13,7 @@ from . import passes
 from .constants import BUDGETS, ENERGY_PARTS, STATUS
 from .sections import Core, Results
 
-KEY = "core"
+KEY = Core.KEY
 
 UNITS = {
     "step_ms": "ms", "stages_ms": "ms", "budget_break_even_GFLOPs": "GFLOP/s",

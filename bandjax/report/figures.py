@@ -24,7 +24,7 @@ from . import passes
 from . import views as _views
 from .sections import Figures, Results
 
-KEY = "figures"
+KEY = Figures.KEY
 FIGURES_DIR = "figures"
 
 WIDTH = 560  # one panel, px

@@ -10,7 +10,7 @@ from ..scenario import BASES, Scenario
 from . import passes
 from .sections import BreakEvens, Headline, Results
 
-KEY = "headline"
+KEY = Headline.KEY
 
 
 def _segments(sw: passes.Sweeps, basis: str, own: str) -> list[tuple[str, float, float]]:
@@ -131,6 +131,5 @@ def _display_name(parameter: str) -> str:
 
 
 def markdown(results: Results | dict) -> str:
-    results = Results.of(results)
     ls = lines(results)
     return "\n".join(["**Headline.**", "", *(f"- {s}" for s in ls)]) if ls else ""

@@ -19,7 +19,7 @@ from .. import variants as _v
 from ..scenario import Scenario
 from .sections import Results, SharedWan
 
-KEY = "shared_wan"
+KEY = SharedWan.KEY
 LOADS = (0.0, 0.5, 0.9)
 SEEDS = 8  # seeds 0 .. SEEDS-1
 STEPS = 400  # steps per run

@@ -25,7 +25,7 @@ from ..scenario import BASES, Scenario
 from ..variants import DEFAULT_PAIRS
 from .sections import Results, Uncertainty
 
-KEY = "uncertainty"
+KEY = Uncertainty.KEY
 SAMPLES = 2000  # Monte Carlo draws per pair; ctx["uncertainty_samples"] overrides
 SEED = 0
 # where the probability of winning is computed: 16 points a decade (3 significant digits) from
