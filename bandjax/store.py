@@ -33,6 +33,7 @@ import collections
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -114,15 +115,62 @@ def _refuse_foreign(p: Path, marker: str = MARKER) -> None:
                           "choose another path")
 
 
+REMOVE_TRIES = 50  # a writer still finishing has this many 20 ms rounds to stop adding files
+
+
 def _remove(p: Path, marker: str = MARKER) -> None:
-    """Remove a folder of ours, its marker last: cut short, what is left is still known as ours."""
-    if not os.path.lexists(p):
+    """Remove a folder of ours, its marker last: cut short, what is left is still known as ours.
+
+    After an interrupt, zarr's own I/O thread may still be writing into the folder while it is
+    removed; a file that appears late puts the marker back and the removal goes round again, so
+    the folder is never left holding data without its marker."""
+    for _ in builtins.range(REMOVE_TRIES):
+        if not os.path.lexists(p):
+            return
+        try:
+            for child in p.iterdir():
+                if child.name != marker:
+                    shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+            (p / marker).unlink(missing_ok=True)
+            p.rmdir()
+            return
+        except OSError:
+            if not p.is_dir():
+                raise
+            (p / marker).touch()  # something was written meanwhile: still ours
+            time.sleep(0.02)
+    raise OSError(f"{os.fspath(p)!r}: files kept appearing while it was removed; it is left with "
+                  f"its marker {marker!r}, and the next write or recover removes it")
+
+
+def _settle_zarr_io(timeout_s: float = 10.0) -> None:
+    """Wait for the writes zarr's I/O thread still runs after an interrupt.
+
+    zarr 3 writes on an event loop of its own; an interrupt stops only the main thread's wait for
+    it, so without this a chunk's files could land in ``.partial`` after :func:`recover` removed
+    it. ``zarr.core.sync.loop`` is zarr's internal loop: where it is absent or idle there is
+    nothing to wait for (and :func:`_remove` still keeps the marker of a folder written to late).
+    """
+    import asyncio
+
+    try:
+        from zarr.core import sync
+    except ImportError:
         return
-    for child in p.iterdir():
-        if child.name != marker:
-            shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
-    (p / marker).unlink(missing_ok=True)
-    p.rmdir()
+    loop = (getattr(sync, "loop", None) or [None])[0]
+    if loop is None or not loop.is_running():
+        return
+
+    async def drain():
+        me = asyncio.current_task()
+        pending = [t for t in asyncio.all_tasks() if t is not me]
+        if pending:
+            await asyncio.wait(pending, timeout=timeout_s)
+
+    try:
+        asyncio.run_coroutine_threadsafe(drain(), loop).result(timeout_s + 1.0)
+    except (TimeoutError, RuntimeError):  # the loop stopped or kept busy: _remove copes
+        pass
 
 
 def _check_names(path: Path) -> None:
@@ -328,6 +376,7 @@ def write(path: str | os.PathLike, scenario=None, *, chunk_dim: str | None = Non
     except BaseException:
         # Interrupted anywhere: the new store is discarded unless complete, the swap finished if
         # it had begun; path is left as the old complete store or the new one.
+        _settle_zarr_io()
         recover(path)
         raise
     finally:
