@@ -194,9 +194,10 @@ def test_random_argument_lists(capsys, argv):
 def test_reported_cases(tmp_path, capsys):
     ref = reference_toml()
     msg1 = tmp_path / "msg1.toml"
-    msg1.write_text(ref.replace("message_bytes = 1000000", "message_bytes = 1"))
+    assert 'message_bytes = "1.0 MB"' in ref and 'background_bytes = "1.0 MB"' in ref
+    msg1.write_text(ref.replace('message_bytes = "1.0 MB"', "message_bytes = 1"))
     bg = tmp_path / "bg.toml"
-    bg.write_text(ref.replace("background_bytes = 1000000", "background_bytes = 1e-300"))
+    bg.write_text(ref.replace('background_bytes = "1.0 MB"', "background_bytes = 1e-300"))
     bad = tmp_path / "latin1.toml"
     bad.write_bytes('wan = "12.5 GB/s" # caf\xe9\n'.encode("latin-1"))
     fifo = tmp_path / "fifo"
