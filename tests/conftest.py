@@ -11,6 +11,7 @@ import json
 import os
 import pickle
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -36,6 +37,20 @@ import pytest  # noqa: E402
 
 
 SHARED = Path(os.environ["BANDJAX_TEST_SHARED"])
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _untracked() -> set[str] | None:
+    """Files in the repository that git neither tracks nor ignores (None outside a git checkout)."""
+    try:
+        out = subprocess.run(["git", "ls-files", "--others", "--exclude-standard"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return set(out.splitlines())
+
+
+UNTRACKED_BEFORE = _untracked() if FIRST else None
 REPORT = SHARED / "reference_report"  # rep/ (the report), sweeps.pickle, sweep_calls.json, done
 
 
@@ -43,6 +58,17 @@ def pytest_addoption(parser):
     parser.addoption("--run-slow", action="store_true",
                      help="also run the tests marked slow (subprocesses, notebooks, the benchmark "
                           "smoke run, kill tests); CI runs them")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Tests write only under temporary folders: a file that a test left in the repository fails
+    the run, named."""
+    if not FIRST or UNTRACKED_BEFORE is None:
+        return
+    left = sorted((_untracked() or set()) - UNTRACKED_BEFORE)
+    if left:
+        print(f"\nthe tests left {len(left)} new file(s) in the repository: {', '.join(left[:20])}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_unconfigure(config):

@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -183,10 +184,17 @@ def test_random_argument_lists(capsys, argv):
         return  # a real report takes a minute; its failures are covered by test_faults.py
     if argv[:1] == ["breakeven"] and "--range" not in words and "-h" not in words:
         return
-    try:
-        run_main(argv, capsys)
-    except SystemExit:  # pragma: no cover - main never lets one through
-        raise AssertionError(argv)
+    # in a fresh folder: a list such as ["scenario", "--write", "report"] writes a file named by a
+    # relative path, which must not land in the repository
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory() as folder:
+        os.chdir(folder)
+        try:
+            run_main(argv, capsys)
+        except SystemExit:  # pragma: no cover - main never lets one through
+            raise AssertionError(argv)
+        finally:
+            os.chdir(here)
 
 
 # ------------------------------------------------------------------ the cases a user reported
