@@ -120,3 +120,12 @@ def test_model_page_math_is_left_for_mathjax(site):
     html = (site / "model" / "index.html").read_text(encoding="utf-8")
     assert html.count('class="arithmatex"') >= 20  # the formulas of sections 4 to 13
     assert "$$" not in html.replace("\\$", "")  # no display formula left unconverted
+
+
+def test_the_index_lists_every_command_of_the_cli_page():
+    """docs/index.md's command-line row names every command docs/cli.md has a section for."""
+    commands = re.findall(r"^## (\w+)$", (DOCS / "cli.md").read_text(encoding="utf-8"), re.M)
+    row = next(line for line in (DOCS / "index.md").read_text(encoding="utf-8").splitlines()
+               if line.startswith("| [Command line](cli.md)"))
+    assert len(commands) >= 7
+    assert [c for c in commands if f"`{c}`" not in row and f"`bandjax {c}`" not in row] == []
