@@ -15,7 +15,7 @@ from scipy.stats import t as student_t
 
 import bandjax
 import bandjax.calibrate  # noqa: F401  (the module; bandjax.calibrate may be re-exported as the function)
-from bandjax import calibrate_cli
+from bandjax.cli import calibrate as calibrate_cli
 
 C = sys.modules["bandjax.calibrate"]
 
