@@ -27,7 +27,7 @@ def register_cli(sub) -> None:
 
 
 def _calibrate_cli(args) -> int:
-    from ..calibrate import calibrate
+    from ..calibration import calibrate
     from .args import load_scenario
 
     cal = calibrate(args.file, args.fit, load_scenario(args))

@@ -27,7 +27,7 @@ import numpy as np
 from .. import constants as C
 from ... import distributions as _dist
 from ...metrics import steps_to_target, time_to_target_s
-from ...scenario import BASES, Scenario
+from ...scenario import BASES, Scenario, field_table
 from ...variants import DEFAULT_PAIRS
 from .common import (
     _basis_filter, _conclude_by_basis, _finish, _log_x, _num, _params, _sel, ANY, fmt_GBps, g3,
@@ -112,7 +112,7 @@ def build(sc: Scenario, ctx: dict) -> Uncertainty:
 
         samples = int(ctx.get("uncertainty_samples", SAMPLES))
         grid = p_wins_grid(sc)
-        result.update(inputs=[_dist.describe(n, d) for n, d in sc.uncertain], samples=samples,
+        result.update(inputs=[_dist.describe(n, d, field_table()) for n, d in sc.uncertain], samples=samples,
                       seed=SEED, bandwidth_GBps=list(grid), break_even_GBps=[])
         for a, b in _pairs(sc):
             basis_dependent = sc.variant(a).basis_dependent or sc.variant(b).basis_dependent
