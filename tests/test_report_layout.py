@@ -4,6 +4,7 @@ report byte for byte; the old catch-all modules' names still work and warn once.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import sys
 import warnings
@@ -16,8 +17,19 @@ from bandjax import report
 from bandjax.report import explorer, sections
 from bandjax.report.sections import common
 
-sys.path.insert(0, str(Path(__file__).parent))
-import fixture_section  # noqa: E402  (tests/fixture_section.py: a section made for the tests)
+
+
+@pytest.fixture
+def fixture_section(monkeypatch):
+    """tests/fixture_section.py, a section made for the tests, loaded afresh: its typed result is
+    known to Results during the test only."""
+    monkeypatch.setattr(common, "_TYPES", dict(common._TYPES))
+    spec = importlib.util.spec_from_file_location("fixture_section",
+                                                  Path(__file__).parent / "fixture_section.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "fixture_section", module)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -25,7 +37,8 @@ def _files(folder: Path) -> dict[str, bytes]:
             if p.is_file()}
 
 
-def test_a_section_is_one_module_and_one_list_entry(monkeypatch, tmp_path, reference_report):
+def test_a_section_is_one_module_and_one_list_entry(fixture_section, monkeypatch, tmp_path,
+                                                     reference_report):
     """Appending the fixture module to SECTIONS puts its typed result in results.json, its
     markdown in results.md, its chart in figures/ and a table and a chart on the page."""
     monkeypatch.setattr(sections, "SECTIONS", (*sections.SECTIONS, fixture_section))
@@ -101,3 +114,10 @@ def test_every_section_module_keeps_the_interface():
     assert [m.KEY for m in sections.page_order()] == [
         "bandwidth", "stages", "breakeven", "shared_wan", "model", "sync_h", "energy", "cluster",
         "uncertainty"]
+
+
+def test_a_test_section_leaves_no_trace(fixture_section, reference_report):
+    """The fixture's typed result is known while it is loaded; the study's results still read."""
+    assert "fixture_steps" in common._TYPES
+    typed = common.Results.of(reference_report[1])
+    assert typed.fixture_steps is None and typed.to_json() == reference_report[1]

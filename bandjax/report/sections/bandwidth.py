@@ -7,17 +7,17 @@ from __future__ import annotations
 import altair as alt
 import numpy as np
 
-from .. import constants as C
-from .. import passes
 from ...grid import sweep
 from ...metrics import NEVER, NOT_MEASURED
 from ...scenario import BASES, Scenario
+from .. import passes
+from .. import constants as C
 from ..constants import POINTS_PER_DECADE, STATUS
-from ..passes import bandwidth_grid_GBps, Sweeps
-from .common import (
-    _and, _at, _conclude, _filter, _finish, _fitted, _hconcat_bases, _log_x, _num, _params, _sel,
-    _variant_color, _winner, ANY, CONTROLS, fmt_GBps, fmt_s, g3, HEIGHT, is_band, pick, Results,
-    setting_text, short, STATUS_WORDS, tidy, View, WIDTH)
+from ..passes import Sweeps, bandwidth_grid_GBps
+from .common import (ANY, CONTROLS, HEIGHT, STATUS_WORDS, WIDTH, Results, View, _and, _at,
+                     _conclude, _filter, _finish, _fitted, _hconcat_bases, _log_x, _num, _params,
+                     _sel, _variant_color, _winner, fmt_GBps, fmt_s, g3, is_band, pick,
+                     setting_text, short, tidy)
 
 KEY = "bandwidth"
 

@@ -23,18 +23,18 @@ import altair as alt
 import jax
 import numpy as np
 
-from .. import constants as C
 from ... import breakeven as be
 from ... import inverse as inv
 from ... import names as _names
 from ... import sensitivity as sens
 from ... import variants as _v
-from ...scenario import BASES, resolve_budget, Scenario
+from ...scenario import BASES, Scenario, resolve_budget
+from .. import constants as C
 from ..passes import enob_label, scenario_budget
-from .common import (
-    _and, _conclude, _filter, _finish, _fitted, _hconcat_bases, _label_expr, _log_x, _num,
-    _params, _sel, ANY, CONTROLS, fmt_GBps, g3, HEIGHT, pick, Results, Section, setting_key,
-    setting_text, settings, short, variant, variant_colors, variants, View, WIDTH)
+from .common import (ANY, CONTROLS, HEIGHT, WIDTH, Results, Section, View, _and, _conclude,
+                     _filter, _finish, _fitted, _hconcat_bases, _label_expr, _log_x, _num, _params,
+                     _sel, fmt_GBps, g3, pick, setting_key, setting_text, settings, short, variant,
+                     variant_colors, variants)
 
 
 @dataclass(frozen=True)

@@ -17,16 +17,15 @@ from typing import ClassVar
 import altair as alt
 import numpy as np
 
-from .. import constants as C
-from .. import passes
 from ... import breakeven as be
 from ...scenario import BASES, Scenario
+from .. import passes
+from .. import constants as C
 from ..constants import BANDWIDTH_RANGE_GBps
 from .breakeven import compared_pairs
-from .common import (
-    _basis_filter, _conclude_by_basis, _finish, _label_expr, _num, _params, _sel, _variant_color,
-    ANY, fmt_GBps, fmt_s, g3, HEIGHT, PADDING_PX, Results, Section, setting_text, short,
-    variant_colors, View, WIDTH)
+from .common import (ANY, HEIGHT, PADDING_PX, WIDTH, Results, Section, View, _basis_filter,
+                     _conclude_by_basis, _finish, _label_expr, _num, _params, _sel, _variant_color,
+                     fmt_GBps, fmt_s, g3, setting_text, short, variant_colors)
 
 
 @dataclass(frozen=True)

@@ -36,10 +36,10 @@ from typing import ClassVar
 import altair as alt
 import numpy as np
 
-from .. import passes
 from ... import variants as _v
 from ...metrics import NEVER, NOT_MEASURED
 from ...scenario import BASES, Scenario
+from .. import passes
 from ..constants import STATUS
 from ..passes import budget_options, enob_label, scenario_budget
 

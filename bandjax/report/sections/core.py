@@ -9,9 +9,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from .. import passes
 from ...scenario import BASES, PRESETS, Scenario, to_toml_dict
-from ...step import budget_break_even_FLOPs, COMPONENT_LABELS, COMPONENTS, STAGES
+from ...step import COMPONENT_LABELS, COMPONENTS, STAGES, budget_break_even_FLOPs
+from .. import passes
 from ..constants import BUDGETS, ENERGY_PARTS, STATUS
 from .common import Results, Section
 

@@ -11,10 +11,8 @@ import numpy as np
 from ...scenario import Scenario
 from ..constants import ENERGY_PARTS
 from ..passes import Sweeps
-from .common import (
-    bar_order,
-    _bar_rows, _conclude, _filter, _finish, _params, _sel, baseline, fmt_GBps, HEIGHT, pick,
-    Results, short, tidy, variant_colors, View)
+from .common import (HEIGHT, Results, View, _bar_rows, _conclude, _filter, _finish, _params, _sel,
+                     bar_order, baseline, fmt_GBps, pick, short, tidy, variant_colors)
 
 KEY = "energy"
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .. import passes
 from ...scenario import BASES, Scenario
+from .. import passes
 from .breakeven import BreakEvens
 from .common import Results, Section
 

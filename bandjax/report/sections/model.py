@@ -9,11 +9,10 @@ import altair as alt
 import numpy as np
 
 from ...scenario import BASES, PRESETS, Scenario
-from ..passes import enob_label, scenario_budget, Sweeps
-from .common import (
-    bar_order,
-    _bar_rows, _conclude, _filter, _finish, _params, _sel, _variant_color, _winner, count,
-    fmt_GBps, fmt_s, HEIGHT, is_band, pick, Results, setting_text, short, tidy, View)
+from ..passes import Sweeps, enob_label, scenario_budget
+from .common import (HEIGHT, Results, View, _bar_rows, _conclude, _filter, _finish, _params, _sel,
+                     _variant_color, _winner, bar_order, count, fmt_GBps, fmt_s, is_band, pick,
+                     setting_text, short, tidy)
 
 KEY = "model"
 

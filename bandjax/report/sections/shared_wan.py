@@ -20,8 +20,8 @@ import numpy as np
 
 from ... import variants as _v
 from ...scenario import Scenario
-from .common import (
-    _finish, _num, _variant_color, HEIGHT, PADDING_PX, Results, Section, short, View, WIDTH)
+from .common import (HEIGHT, PADDING_PX, WIDTH, Results, Section, View, _finish, _num,
+                     _variant_color, short)
 
 
 @dataclass(frozen=True)

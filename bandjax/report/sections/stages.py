@@ -6,11 +6,11 @@ from __future__ import annotations
 import altair as alt
 import numpy as np
 
-from .. import constants as C
 from ...scenario import Scenario
-from ...step import budget_break_even_FLOPs, STAGES
+from ...step import STAGES, budget_break_even_FLOPs
+from .. import constants as C
 from ..passes import Sweeps
-from .common import _finish, _num, HEIGHT, Results, View, WIDTH
+from .common import HEIGHT, WIDTH, Results, View, _finish, _num
 
 KEY = "stages"
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import altair as alt
 
-from .. import constants as C
 from ...scenario import Scenario
+from .. import constants as C
 from ..constants import H_VALUES
 from ..passes import Sweeps
-from .common import (
-    _conclude, _filter, _finish, _fitted, _hconcat_bases, _params, _sel, _variant_color, _winner,
-    baseline, fmt_GBps, fmt_s, HEIGHT, pick, Results, short, tidy, View, WIDTH)
+from .common import (HEIGHT, WIDTH, Results, View, _conclude, _filter, _finish, _fitted,
+                     _hconcat_bases, _params, _sel, _variant_color, _winner, baseline, fmt_GBps,
+                     fmt_s, pick, short, tidy)
 
 KEY = "sync_h"
 

@@ -24,14 +24,13 @@ from typing import ClassVar
 import altair as alt
 import numpy as np
 
-from .. import constants as C
 from ... import distributions as _dist
 from ...metrics import steps_to_target, time_to_target_s
 from ...scenario import BASES, Scenario, field_table
 from ...variants import DEFAULT_PAIRS
-from .common import (
-    _basis_filter, _conclude_by_basis, _finish, _log_x, _num, _params, _sel, ANY, fmt_GBps, g3,
-    HEIGHT, Results, Section, setting_text, short, View, WIDTH)
+from .. import constants as C
+from .common import (ANY, HEIGHT, WIDTH, Results, Section, View, _basis_filter, _conclude_by_basis,
+                     _finish, _log_x, _num, _params, _sel, fmt_GBps, g3, setting_text, short)
 
 
 @dataclass(frozen=True)
