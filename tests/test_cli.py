@@ -250,3 +250,17 @@ def test_readme_first_command_installs_what_the_documented_api_imports():
     assert "pip install -q ." in first
     needed = {"zarr"} if "bandjax.store" in readme else set()
     assert needed <= names, needed - names
+
+
+def test_wan_help_states_the_report_defaults(capsys):
+    """`bandjax wan --help` names the report's loads and steps a run (it loads no report, so it
+    states them in words; this keeps the words true)."""
+    # the values as the section's source sets them (tests/conftest.py shortens the runs)
+    source = ast.parse((ROOT / "bandjax" / "report" / "sections" / "shared_wan.py").read_text())
+    value = {t.id: ast.literal_eval(node.value) for node in source.body
+             if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)
+             and t.id in ("LOADS", "STEPS")}
+    assert main(["wan", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"(default: the report's, {' '.join(f'{x:g}' for x in value['LOADS'])})" in text
+    assert f"(default: the report's, {value['STEPS']})" in text
