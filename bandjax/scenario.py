@@ -427,7 +427,7 @@ def validate(sc: Scenario) -> Scenario:
     if sc.uncertain:
         from .distributions import check
 
-        check(sc.uncertain, sc.variants)
+        check(sc.uncertain, sc.variants, field_table())
     return sc
 
 
@@ -512,7 +512,7 @@ def to_toml_dict(sc: Scenario) -> dict:
     if sc.uncertain:
         from .distributions import SECTION, to_table
 
-        out[SECTION] = to_table(sc.uncertain)
+        out[SECTION] = to_table(sc.uncertain, field_table())
     return out
 
 
@@ -619,7 +619,8 @@ def from_toml_dict(data: dict) -> Scenario:
     if "uncertain" in data:
         from .distributions import from_table
 
-        sc = dataclasses.replace(sc, uncertain=from_table(data["uncertain"], registry))
+        sc = dataclasses.replace(sc, uncertain=from_table(data["uncertain"], registry,
+                                                          fields=field_table()))
     c = changes.get("gpu_compute_s")
     if c is not None and ("gpu_peak_FLOPs" in changes or gpu is not None):
         changes.pop("gpu_compute_s")
@@ -704,3 +705,11 @@ def load(path: str | os.PathLike) -> Scenario:
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(f"scenario file {os.fspath(path)!r} is not valid TOML: {e}") from None
     return from_toml_dict(data)
+
+
+def field_table():
+    """The numeric fields as data (:class:`bandjax.distributions.Fields`), for the modules below
+    the scenario that check parameter names and values against them without importing it."""
+    from .distributions import Fields
+
+    return Fields(table=FIELDS, limits=LIMITS, check=check_field)

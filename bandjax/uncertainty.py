@@ -5,7 +5,7 @@ An uncertain input is a distribution (:mod:`bandjax.distributions`: Normal, LogN
 Seeds) on one parameter: a numeric scenario field (by name, file key or ``gpu``, the GPU rate), a
 variant's fixed time (``d.<variant>`` / ``fixed_s.<variant>``) or a variant's steps to target
 (``steps.<variant>``; a variant whose rule takes them, as E' takes E's, follows through its rule).
-A :class:`bandjax.calibrate.Calibration` is a multivariate normal on the parameters it fitted
+A :class:`bandjax.calibration.Calibration` is a multivariate normal on the parameters it fitted
 (its estimate and covariance). Without ``uncertain`` the scenario's own (``Scenario.uncertain``,
 a file's ``[uncertain]`` table) are propagated.
 
@@ -31,8 +31,10 @@ import xarray as xr
 
 from . import _jax
 from . import breakeven as _be
-from .calibrate import Calibration, with_parameters
+from .calibration import Calibration
 from .distributions import STEPS_PREFIX, LogNormal, Normal, Seeds, Uniform, _require, check_center, resolve
+from .parameters import with_parameters
+from .scenario import field_table
 from .metrics import steps_to_target, time_to_target_s
 from .scenario import Scenario
 from .step import step_s
@@ -88,9 +90,10 @@ def draw(sc: Scenario, uncertain, samples: int, seed: int) -> Draws:
         if not hasattr(dist, "sample"):
             raise ValueError(f"uncertain {key!r} = {dist!r}: expected Normal, LogNormal, Uniform, "
                              "Seeds or a Calibration")
-        dist.check(key)
-        names.append(resolve(key, sc.variants))
-        check_center(names[-1], dist)
+        fields = field_table()
+        dist.check(key, fields)
+        names.append(resolve(key, sc.variants, fields=fields))
+        check_center(names[-1], dist, fields)
         cols.append(np.asarray(dist.sample(rng, samples), dtype=float)[:, None])
         centers.append(dist.center)
         blocks.append(np.array([[dist.variance]]))

@@ -96,7 +96,7 @@ def pytest_collection_modifyitems(config, items):
 def small_shared_wan_runs():
     """Report-level tests run the shared-WAN section at a small size, in this process; the
     engine's own tests (tests/test_events*.py) check it at the sizes they need."""
-    from bandjax.report import shared_wan
+    from bandjax.report.sections import shared_wan
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(shared_wan, "SEEDS", 2)
@@ -111,7 +111,8 @@ def _build_reference_report() -> None:
     by the fixture below, so with the small shared-WAN runs."""
     import bandjax
     from bandjax import report
-    from bandjax.report import passes, views
+    from bandjax.report import passes
+    from bandjax.report.sections import bandwidth
 
     REPORT.mkdir(exist_ok=True)
     sweeps, calls = {}, {"passes": [], "views": []}
@@ -131,7 +132,7 @@ def _build_reference_report() -> None:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(report, "build", keep)
         mp.setattr(passes, "sweep", counted(passes, "passes"))
-        mp.setattr(views, "sweep", counted(views, "views"))
+        mp.setattr(bandwidth, "sweep", counted(bandwidth, "views"))
         report.write(REPORT / "rep", bandjax.reference())
     (REPORT / "sweep_calls.json").write_text(json.dumps(calls))
     (REPORT / "sweeps.pickle").write_bytes(pickle.dumps(sweeps["pass"]))
@@ -160,7 +161,7 @@ def uncertain_section():
     import bandjax
     from bandjax import uncertainty as U
     from bandjax.report import _json_ready
-    from bandjax.report import uncertainty as section
+    from bandjax.report.sections import uncertainty as section
 
     sc = bandjax.reference().replace(uncertain=(
         ("steps.band_pluggable", U.Seeds([1800, 1650, 2010])),

@@ -278,7 +278,7 @@ def test_unreachable_scheduler(monkeypatch, capsys):
 
 def test_interrupt_is_one_line(monkeypatch, capsys):
     """Ctrl-C in a command: status 130 and one line."""
-    from bandjax.report import cli as report_cli
+    from bandjax.cli import report as report_cli
 
     def interrupted(args):
         raise KeyboardInterrupt

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import bandjax
-from bandjax.calibrate import calibrate
+from bandjax.calibration import calibrate
 from bandjax import uncertainty as U
 
 REF = bandjax.reference()

@@ -6,7 +6,7 @@ import sys
 
 
 def register_cli(sub) -> None:
-    from .cliargs import scenario_arg
+    from .args import scenario_arg
 
     p = sub.add_parser(
         "calibrate", help="fit scenario parameters (d per variant, GPU compute, link rates) to "
@@ -27,8 +27,8 @@ def register_cli(sub) -> None:
 
 
 def _calibrate_cli(args) -> int:
-    from .calibrate import calibrate
-    from .cliargs import load_scenario
+    from ..calibration import calibrate
+    from .args import load_scenario
 
     cal = calibrate(args.file, args.fit, load_scenario(args))
     print(cal.table())
@@ -45,7 +45,7 @@ def main(argv=None) -> int:
     bad input."""
     import argparse
 
-    from .units import ScenarioError
+    from ..units import ScenarioError
 
     parser = argparse.ArgumentParser(prog="bandjax")
     sub = parser.add_subparsers(dest="command", required=True)
