@@ -120,8 +120,8 @@ def _layouts(suffix: str) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
 
     Per layout (e, nz): its fixed characters (``.``, ``0`` of ``0.00ddd``, ``e+XX``, then
     ``suffix``) in a row of UCS-4 codes with a spare last column, and the column of each of the
-    six digits (digits beyond nz go to the spare column), as the first three and the last three. Read from Python's own formatting of
-    1.23456 (distinct nonzero digits) at each e and nz.
+    six digits (digits beyond nz go to the spare column), as the first three and the last three.
+    Read from Python's own formatting of 1.23456 (distinct nonzero digits) at each e and nz.
     """
     lo, hi = _EXP
     texts = {(e, nz): f"{float('1.' + '23456'[:nz - 1] + f'e{e}'):g}"
@@ -175,7 +175,8 @@ def format_g(x, suffix: str = "") -> np.ndarray:
         e = np.where(ok, e, 0)
 
     high, low = np.divmod(r, 1000)  # the six digits as two groups of three
-    nz = np.where(low == 0, 3 - np.take(_ZEROS3, high), _SIG - np.take(_ZEROS3, low))  # no trailing 0s
+    # significant digits once trailing zeros are dropped
+    nz = np.where(low == 0, 3 - np.take(_ZEROS3, high), _SIG - np.take(_ZEROS3, low))
     chars, where = _layouts(suffix)
     width = chars.shape[1]
     layout = (e - lo) * _SIG + nz - 1
@@ -183,7 +184,8 @@ def format_g(x, suffix: str = "") -> np.ndarray:
     flat = out.reshape(-1)
     row = (np.arange(n) * width)[:, None]
     for group, cols in zip((high, low), where):  # each group of three digits to its columns
-        flat[(np.take(cols, layout, axis=0) + row).reshape(-1)] = np.take(_DIGITS3, group, axis=0).reshape(-1)
+        at = (np.take(cols, layout, axis=0) + row).reshape(-1)
+        flat[at] = np.take(_DIGITS3, group, axis=0).reshape(-1)
     out[:, -1] = 0  # the spare column: trailing NULs end a numpy string
     out = out.view(f"<U{width}").reshape(n)
     if not ok.all():
