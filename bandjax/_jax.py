@@ -23,9 +23,11 @@ jax.tree_util.register_dataclass(Scenario, data_fields=list(LEAVES), meta_fields
 
 CACHE_OFF_ENV = "BANDJAX_NO_CACHE"  # set to 1 (or true, yes): no compilation cache from bandjax
 CACHE_DIR_ENV = "BANDJAX_CACHE_DIR"  # a folder for the cache instead of the default
-# Compilations shorter than this are not written (JAX's own default, 1 s, would keep almost none
-# of bandjax's: most take 0.2 to 1 s on 2 cores, and a report makes about a hundred).
-CACHE_MIN_COMPILE_S = 0.1
+# Compilations shorter than this are not written. JAX's own default, 1 s, would keep almost none
+# of bandjax's: a report makes 78, most under 0.5 s on 2 cores, and keeping all of them (1.3 MB)
+# made a second report in a new process faster than keeping those of 0.1 s or more (23-24 s
+# against 30-35 s, the same loaded machine, runs alternated).
+CACHE_MIN_COMPILE_S = 0.0
 _OFF = ("", "0", "false", "no", "off")
 
 
