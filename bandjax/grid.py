@@ -20,8 +20,8 @@ import xarray as xr
 
 from . import metrics
 from ._budget_index import budget_indexed
-from .labels import COORD_ATTRS
-from .scenario import Scenario, reference, resolve_budget
+from .labels import COORD_ATTRS, budget_labels
+from .scenario import Scenario, reference
 from .step import COMPONENTS, STAGES, module_stages_s
 from .sweepargs import Grid, parse
 
@@ -207,9 +207,8 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Datase
     # (ds.sel(budget="low"), see BudgetIndex)
     if "budget" in coords:
         b = coords["budget"]
-        coords["budget_label"] = xr.Variable(b.dims, np.vectorize(
-            lambda x: _budget_label(sc, x), otypes=[str])(b.values),
-            {"long_name": "module compute budget: the scenario's name for it, or GFLOP/s"})
+        coords["budget_label"] = xr.Variable(b.dims, budget_labels(sc, b.values), {
+            "long_name": "module compute budget: the scenario's name for it, or GFLOP/s"})
     vids = g.variants
     vdims = dims + (["variant"] if g.variant_is_dim else [])
     if g.variant_is_dim:
@@ -257,11 +256,3 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Datase
     })
     return ds
 
-
-def _budget_label(sc: Scenario, GFLOPs: float) -> str:
-    """The scenario's name of a budget (``"free"``, ``"low"``, ``"high"``) or its GFLOP/s."""
-    for name in ("free", "low", "high"):
-        named = resolve_budget(sc, name) / 1e9
-        if GFLOPs == named or np.isclose(GFLOPs, named, rtol=1e-12, atol=0.0):
-            return name
-    return f"{GFLOPs:g} GFLOP/s"

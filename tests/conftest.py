@@ -20,6 +20,9 @@ if FIRST:
     os.environ["BANDJAX_TEST_SHARED"] = tempfile.mkdtemp(prefix="bandjax-test-")
     os.environ["JAX_COMPILATION_CACHE_DIR"] = os.path.join(os.environ["BANDJAX_TEST_SHARED"], "jax-cache")
     os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.2"
+    # bandjax's own cache (bandjax._jax) keeps out of the way of the one above; a subprocess
+    # that drops JAX_COMPILATION_CACHE_DIR still writes here, never in the user's ~/.cache
+    os.environ["XDG_CACHE_HOME"] = os.path.join(os.environ["BANDJAX_TEST_SHARED"], "xdg-cache")
     # pytest-xdist runs a worker per core (pyproject's addopts): XLA's own thread pools, sized to
     # every core, would oversubscribe them (172 s against 199 s for the suite on 2 cores)
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
