@@ -15,7 +15,7 @@ import numpy as np
 
 from .labels import COORD_ATTRS, as_list, budgets_FLOPs, models, positive
 from .scenario import (BASES, DEFAULT_UTILISATION, FIELDS, GPUS, STUDY_GPU_FLOPs, Scenario,
-                       check_field)
+                       check_field, check_methods)
 from .units import SI, ScenarioError
 from .variants import TOPOLOGIES
 
@@ -180,7 +180,10 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
     if H is not None:
         vals, _ = as_list("H", H)
         hs = positive("H", vals, "steps")
-        add("H", H, hs, {"sync_every_H": hs})
+        # each variant's delay and fragments must fit every H it takes
+        check_methods(tuple(v for v in sc.variants if not v.own_method), hs)
+        add("H", H, hs, {"sync_every_H": hs},
+            {**COORD_ATTRS.get("H", {}), "note": "variants that set their own H keep it"})
     bases = ["hypothesis"]
     if basis is not None:
         vals, _ = as_list("basis", basis)
