@@ -281,3 +281,27 @@ def test_active_parameters_set_compute_and_params_set_bytes():
     # differentiable through c
     g = jax.grad(lambda a: bandjax.step_s(ref.replace(active_params=a))[0])(1e9)
     assert float(g) > 0
+
+
+@pytest.mark.parametrize("H", [1, 10, 100])
+@pytest.mark.parametrize("F", [1, 4])
+@pytest.mark.parametrize("tau", [0, 1])
+@pytest.mark.parametrize("f", [0.0, 2 / 3])
+def test_engine_at_load_0_equals_the_closed_form(H, F, tau, f):
+    # docs/model.md section 14, "In the event engine": exact while f + tau <= H / F
+    import events
+
+    if F > H or tau > H - 1 or f + tau > H / F:
+        pytest.skip("not a method of section 14 (F <= H, tau <= H - 1), or windows that overlap")
+    for K in (2, 4):
+        for topology in ("ring", "mesh"):
+            sc = bandjax.reference().replace(dcs=float(K), topology=topology, overlap_fraction=f,
+                                             wan_latency_s=0.2e-3, wan_Bps=2e9)
+            v = dataclasses.replace(V.get("diloco", V.METHODS), id="m", sync_every=H, fragments=F,
+                                    delay=tau)
+            sc = sc.with_variant(v, d_s=0.05e-3)
+            for vid in ("m", "adamw", "band_switch"):
+                closed = float(bandjax.step_s(sc)[sc.ids.index(vid)])
+                H_v = H if vid == "m" else 1
+                run = events.run(sc, vid, 0.0, steps=2 * H_v, trace_steps=0)
+                assert run.mean_s == pytest.approx(closed, rel=1e-12, abs=0), (vid, K, topology)
