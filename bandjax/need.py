@@ -198,3 +198,9 @@ def cap_names(cap: xr.DataArray) -> xr.DataArray:
     """The :data:`CAPS` name of each code of ``required_bandwidth(...)["cap"]``."""
     return xr.apply_ufunc(lambda a: np.asarray(CAPS, dtype=object)[a], cap)
 
+
+def status_names(status: xr.DataArray) -> xr.DataArray:
+    """The name of each code of ``required_bandwidth(...)["status"]`` (reached, not_reachable,
+    below_range)."""
+    return xr.apply_ufunc(lambda a: np.asarray(STATUS_MEANINGS.split(), dtype=object)[a], status)
+
