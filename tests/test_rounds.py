@@ -305,3 +305,17 @@ def test_engine_at_load_0_equals_the_closed_form(H, F, tau, f):
                 H_v = H if vid == "m" else 1
                 run = events.run(sc, vid, 0.0, steps=2 * H_v, trace_steps=0)
                 assert run.mean_s == pytest.approx(closed, rel=1e-12, abs=0), (vid, K, topology)
+
+
+def test_store_writes_compute_utilisation(tmp_path):
+    import xarray as xr
+
+    sc = worked_scenario()
+    path = tmp_path / "cu.zarr"
+    bandjax.store.write(path, sc, bandwidth=[0.1, 1.0, 10.0], variant=METHOD_IDS,
+                        quantities=["compute_utilisation"], progress=False)
+    stored = xr.open_zarr(path)["compute_utilisation"]
+    direct = bandjax.sweep(sc, bandwidth=[0.1, 1.0, 10.0], variant=METHOD_IDS,
+                           quantities=["compute_utilisation"])["compute_utilisation"]
+    np.testing.assert_array_equal(stored.values, direct.values)
+    assert stored.attrs["units"] == "1"
