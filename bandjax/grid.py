@@ -25,8 +25,8 @@ from .scenario import Scenario, reference, resolve_budget
 from .step import COMPONENTS, STAGES, module_stages_s
 from .sweepargs import Grid, parse
 
-QUANTITIES = ("step_s", "gpu_s", "comm_s", "compute_utilisation", "time_to_target_s", "steps_to_target", "status",
-              "hot_spot", "energy_per_step_J", "energy_to_target_J", "bytes_per_worker_B",
+QUANTITIES = ("step_s", "gpu_s", "comm_s", "compute_utilisation", "time_to_target_s",
+              "steps_to_target", "status", "hot_spot", "energy_per_step_J", "energy_to_target_J", "bytes_per_worker_B",
               "wan_B", "module_stage_s")
 ENERGY_COLUMNS = (*metrics.ENERGY_PARTS, "total")
 DTYPES = ("float64", "float32")  # the precision of a sweep's or a winner map's jitted pass

@@ -83,7 +83,8 @@ def evaluate(sc: Scenario, steps):
 
     ``steps``: steps to target, broadcastable to (..., variant); inf = never, nan = not measured.
     Returns a dict of arrays: ``terms_s`` (..., variant, component), ``step_s``, ``gpu_s``,
-    ``comm_s``, ``compute_utilisation``, ``time_to_target_s``, ``bytes_per_worker_B``, ``wan_B`` (..., variant),
+    ``comm_s``, ``compute_utilisation``, ``time_to_target_s``, ``bytes_per_worker_B``, ``wan_B``
+    (..., variant),
     ``energy_J`` (..., variant, part) and ``energy_to_target_J`` (..., variant).
     """
     parts = step_parts_s(sc)
