@@ -345,3 +345,13 @@ def test_shared_wan_approximation_at_load_0_is_the_rounds_closed_form():
     sc = worked_scenario().replace(wan_Bps=1e9, wan_latency_s=1e-3)
     np.testing.assert_allclose(np.asarray(shared_wan_step_s(sc, 0.0)), np.asarray(bandjax.step_s(sc)),
                                rtol=1e-11)
+
+
+def test_a_sweep_over_model_presets_computes_a_mixture_of_experts_with_its_active_parameters():
+    ref = bandjax.reference()
+    ds = bandjax.sweep(ref, model=["llama3-405b", "deepseek-v3"], bandwidth=12.5, variant="adamw",
+                       quantities=["gpu_s", "wan_B"])
+    gpu = ds["gpu_s"].values
+    assert gpu[1] == pytest.approx(float(ref.at_preset("deepseek-v3").gpu_compute_s), rel=1e-14)
+    assert gpu[0] == pytest.approx(float(ref.at_preset("llama3-405b").gpu_compute_s), rel=1e-14)
+    assert ds["wan_B"].values[1] / ds["wan_B"].values[0] == pytest.approx(671 / 405, rel=1e-14)
