@@ -102,6 +102,32 @@ def needed_Bps(sc: Scenario, utilisation, lo_Bps, hi_Bps):
             jnp.broadcast_to(cap, shape).astype(jnp.int8))
 
 
+@jax.jit
+def needed_H(sc: Scenario, utilisation):
+    """The fewest inner steps a round, H, at which each variant's compute utilisation reaches
+    ``utilisation`` at the scenario's own bandwidth (docs/model.md section 14):
+
+        F max(0, comm_frag - (f + tau) c) / H <= c (1/u - 1)
+        =>  H = max(ceil(F max(0, comm_frag - w) / (c (1/u - 1))), F, tau + 1)
+
+    F and tau are the variant's; its own H (if any) is what is asked, so it is ignored. Returns
+    H (inf where no H reaches u: u = 1 with a sync that outlasts its window), shape
+    (utilisation, ..., variant).
+    """
+    m = sync_method(sc)
+    c = col(sc.gpu_compute_s)
+    exposed = jnp.maximum(0.0, sum_parts(list(fragment_parts_s(sc, method=m)))
+                          - window_s(c, col(sc.overlap_fraction), m.delay))
+    u = jnp.asarray(utilisation, dtype=float)
+    u = u.reshape(u.shape + (1,) * jnp.ndim(exposed))
+    allowed = c * (1 / u - 1)
+    # a ratio within rounding of a whole number is that number (its ceil would overshoot by one)
+    ratio = m.fragments * exposed / jnp.where(allowed > 0, allowed, 1.0)
+    H = jnp.ceil(ratio * (1 - 1e-12))
+    H = jnp.where(allowed > 0, H, jnp.where(exposed > 0, jnp.inf, 1.0))
+    return jnp.maximum(H, jnp.maximum(m.fragments, m.delay + 1))
+
+
 def _check_targets(utilisation) -> np.ndarray:
     u = np.atleast_1d(np.asarray(utilisation, dtype=float))
     if u.ndim != 1 or u.size == 0:

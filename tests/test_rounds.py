@@ -355,3 +355,19 @@ def test_a_sweep_over_model_presets_computes_a_mixture_of_experts_with_its_activ
     assert gpu[1] == pytest.approx(float(ref.at_preset("deepseek-v3").gpu_compute_s), rel=1e-14)
     assert gpu[0] == pytest.approx(float(ref.at_preset("llama3-405b").gpu_compute_s), rel=1e-14)
     assert ds["wan_B"].values[1] / ds["wan_B"].values[0] == pytest.approx(671 / 405, rel=1e-14)
+
+
+def test_needed_H_is_the_fewest_whole_H_that_reaches_the_target():
+    from bandjax.need import needed_H
+
+    sc = worked_scenario().replace(wan_Bps=1e9)  # 8 Gbit/s
+    H = np.asarray(needed_H(sc, jnp.asarray([0.5, 0.9, 0.99])))
+    for k, v in enumerate(sc.variants):
+        for row, u in enumerate([0.5, 0.9, 0.99]):
+            h = H[row, k]
+            at = dataclasses.replace(v, sync_every=float(h))
+            cu = float(bandjax.compute_utilisation(sc.with_variant(at))[k])
+            assert cu >= u * (1 - 1e-12), (v.id, u)
+            if h > max(v.fragments, v.delay + 1):  # one fewer misses the target
+                fewer = dataclasses.replace(v, sync_every=float(h - 1))
+                assert float(bandjax.compute_utilisation(sc.with_variant(fewer))[k]) < u, (v.id, u)
