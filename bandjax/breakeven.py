@@ -39,7 +39,8 @@ from .metrics import time_to_target_s
 from .roots import A_WINS, B_WINS, CROSSES, NEITHER, NOT_AVAILABLE, STATUS_NAMES, TIE, Crossings
 from .parameters import FIXED_PREFIX, scenario_parameter, with_parameters
 from .scenario import BASES, FIELDS, Scenario
-from .step import COMPONENTS, STAGES, budget_break_even_FLOPs, col, comm_parts_s, module_stages_s, step_s, sum_parts
+from .step import (COMPONENTS, STAGES, budget_break_even_FLOPs, col, fragment_parts_s, module_stages_s,
+                   step_s, sum_parts, sync_method, window_s)
 
 BANDWIDTH_RANGE_GBps = (0.1, 1000.0)  # docs/model.md section 2: the swept range
 BUDGET_RANGE_GFLOPs = (1.0, 10_000.0)
@@ -158,7 +159,9 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
     """Where variants ``ia`` and ``ib`` reach the target equally fast, over WAN bandwidth (B/s).
 
         r(B) = n_a (c + max(0, Q_a + V_a/B)) / (n_b (c + max(0, Q_b + V_b/B))) - 1,
-        Q = comm - WAN bytes term - f c,   V = WAN bytes term x B0
+        Q = F/H (comm_frag - WAN bytes term - (f + tau) c),   V = F/H WAN bytes term x B0
+
+    (comm_frag: one fragment sync's terms, docs/model.md section 14).
 
     Where a variant never reaches the target (steps inf) or was not measured (NaN) there is no
     crossing; the status says who wins throughout or why there is no answer.
@@ -174,12 +177,15 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
     Returns:
       :class:`bandjax.roots.Crossings` with ``x`` in B/s; differentiable in ``sc`` and the steps.
     """
-    comm_parts = comm_parts_s(sc)
+    m = sync_method(sc)
+    comm_parts = fragment_parts_s(sc, method=m)
     comm = sum_parts(comm_parts)
     c = jnp.asarray(sc.gpu_compute_s)
     wan = jnp.broadcast_to(comm_parts[_WAN], comm.shape)
-    Q = comm - wan - col(sc.overlap_fraction) * col(c)
-    V = wan * col(sc.wan_Bps)
+    # F max(0, x) / H = max(0, F x / H): the rounds' factor goes inside the kink (section 14)
+    rate = m.fragments / m.H
+    Q = rate * (comm - wan - window_s(col(c), col(sc.overlap_fraction), m.delay))
+    V = rate * wan * col(sc.wan_Bps)
     steps_a, steps_b = jnp.asarray(steps_a, dtype=float), jnp.asarray(steps_b, dtype=float)
     measured = jnp.isfinite(steps_a) & jnp.isfinite(steps_b)
     # Unmeasured or "never" steps are set aside before the search (and their statuses after it),

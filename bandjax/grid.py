@@ -25,8 +25,8 @@ from .scenario import Scenario, reference
 from .step import COMPONENTS, STAGES, module_stages_s
 from .sweepargs import Grid, parse
 
-QUANTITIES = ("step_s", "gpu_s", "comm_s", "time_to_target_s", "steps_to_target", "status",
-              "hot_spot", "energy_per_step_J", "energy_to_target_J", "bytes_per_worker_B",
+QUANTITIES = ("step_s", "gpu_s", "comm_s", "compute_utilisation", "time_to_target_s",
+              "steps_to_target", "status", "hot_spot", "energy_per_step_J", "energy_to_target_J", "bytes_per_worker_B",
               "wan_B", "module_stage_s")
 ENERGY_COLUMNS = (*metrics.ENERGY_PARTS, "total")
 DTYPES = ("float64", "float32")  # the precision of a sweep's or a winner map's jitted pass
@@ -35,6 +35,8 @@ _ATTRS = {
     "step_s": {"units": "s", "long_name": "step time"},
     "gpu_s": {"units": "s", "long_name": "GPU compute per step"},
     "comm_s": {"units": "s", "long_name": "communication per step (everything but GPU compute, d included)"},
+    "compute_utilisation": {"units": "1", "long_name": "compute utilisation: GPU compute per step / "
+                                                       "step time (1: the network costs nothing)"},
     "time_to_target_s": {"units": "s", "long_name": "time to the target loss (steps x step time)",
                          "note": "NaN where the variant never reaches the target or was not measured; see status"},
     "steps_to_target": {"units": "1", "long_name": "measured steps to the target loss",
@@ -252,7 +254,13 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Datase
         "assumptions": "d calibrated to the study's step times; steps to target are single-seed "
                        "measurements; " + (f"{', '.join(rules)} take(s) steps by a rule whose basis "
                        "(hypothesis or exact) is the basis coordinate; " if rules else "")
-                       + "syncing every H steps assumes steps to target unchanged",
+                       + "syncing every H steps (and a sync's delay) assumes steps to target unchanged",
     })
+    own = [v.id for v in sc.variants if v.own_method and v.id in vids]
+    if own:  # the scenario's H (and a sweep over it) moves only the variants without their own
+        ds.attrs["own_H_variants"] = ", ".join(
+            f"{v} (H = {sc.variant(v).sync_every:g})" for v in own)
+        ds.attrs["H_note"] = ("the scenario's H (the H coordinate) applies to the variants that do "
+                              "not set their own; " + ds.attrs["own_H_variants"] + " keep theirs")
     return ds
 

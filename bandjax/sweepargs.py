@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .labels import COORD_ATTRS, as_list, budgets_FLOPs, is_dimension, models, positive
-from .scenario import (BASES, DEFAULT_UTILISATION, FIELDS, GPUS, STUDY_GPU_FLOPs, Scenario,
-                       check_field)
+from .scenario import (ACTIVE_PRESETS, BASES, DEFAULT_UTILISATION, FIELDS, GPUS, STUDY_GPU_FLOPs,
+                       Scenario, check_field, check_methods)
 from .units import SI, ScenarioError
 from .variants import TOPOLOGIES
 
@@ -153,7 +153,12 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
     if model is not None:
         vals, is_dim = as_list("model", model)
         labels, params = models(vals)
-        add("model", model, labels, {"params": params})
+        sets = {"params": params}
+        if any(isinstance(m, str) and m in ACTIVE_PRESETS for m in vals):
+            # a mixture-of-experts preset computes with its active parameters (the others: dense)
+            sets["active_params"] = [ACTIVE_PRESETS.get(m, p) if isinstance(m, str) else p
+                                     for m, p in zip(vals, params)]
+        add("model", model, labels, sets)
         extra["params"] = (("model",) if is_dim else (), np.asarray(params if is_dim else params[0]),
                            COORD_ATTRS["params"])
     if gpu is not None:
@@ -179,7 +184,10 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
     if H is not None:
         vals, _ = as_list("H", H)
         hs = positive("H", vals, "steps")
-        add("H", H, hs, {"sync_every_H": hs})
+        # each variant's delay and fragments must fit every H it takes
+        check_methods(tuple(v for v in sc.variants if not v.own_method), hs)
+        add("H", H, hs, {"sync_every_H": hs},
+            {**COORD_ATTRS.get("H", {}), "note": "variants that set their own H keep it"})
     bases = ["hypothesis"]
     if basis is not None:
         vals, _ = as_list("basis", basis)
@@ -201,9 +209,11 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
             if FIELDS[name][2] in SI else {})
     for a in axes:
         for k, v in a.fields.items():
-            check_field(k, v)
+            if k in FIELDS:  # (active_params comes from a preset: already valid)
+                check_field(k, v)
     for k, v in overrides.items():
-        check_field(k, v)
+        if k in FIELDS:
+            check_field(k, v)
 
     registry = sc.ids
     vids, variant_is_dim = as_list("variant", list(registry) if variant is None else variant)

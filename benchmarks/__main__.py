@@ -41,6 +41,7 @@ EXTERNAL = {
     "store": ("benchmarks.store_bench", ("distributed_speedup",)),
     "winner": ("benchmarks.winner_bench", ("points_per_s", "ratio_sweep_argmin", "core_scaling")),
     "uncertainty": ("benchmarks.uncertainty", ("roots_per_s", "ratio_brentq")),
+    "need": ("benchmarks.need_bench", ("targets_per_s", "ratio_brentq")),
 }
 KEYS = {
     "sweep": ("cells_per_s", "ratio_numpy", "ratio_python", "compile_s", "scaling_exponent",

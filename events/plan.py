@@ -30,9 +30,11 @@ def _select(cond, a, b):
     return a if cond else b
 
 
-def sync_every(sc: Scenario) -> int:
-    """H as a whole number of steps (the engine syncs on every H-th step)."""
-    H = float(sc.sync_every_H)
+def sync_every(sc: Scenario, variant: str | None = None) -> int:
+    """H as a whole number of steps (the engine syncs on every H-th step): the variant's own, or
+    the scenario's."""
+    own = sc.variant(variant).sync_every if variant is not None else None
+    H = float(sc.sync_every_H if own is None else own)
     if not (H >= 1 and H.is_integer()):
         raise ValueError(f"sync_every_H = {sc.sync_every_H!r}: the event engine syncs every H "
                          "steps, so H must be a whole number >= 1")
@@ -45,21 +47,24 @@ def build(sc: Scenario, variant: str) -> Plan:
     Sync phases: worker port (port bytes / worker port rate); the module's four pipelined stages
     (:func:`bandjax.phases.module_stages`) for variants with a module; the module port (qsfp
     bytes / module port rate); the fixed time d. Then the bytes of each directed WAN link in use
-    (K on a ring, K(K-1) on a mesh), each link done hops x latency after its last message; with
-    overlap f the sync starts (1 - f) H c into its round. A zero-byte phase is left out.
+    (K on a ring, K(K-1) on a mesh), each link done hops x latency after its last message. A
+    zero-byte phase is left out. With the variant's F fragments (docs/model.md section 14) these
+    are one fragment's: every byte term / F, d and latency in full; each fragment sync starts f c
+    before its sync point and is due ``delay`` steps after it.
     """
     v = sc.variant(variant)
     f = _Floats(sc)
     pay = _phases.payloads_B(f)
     t = _phases.variant_traffic(f, v, pay, _select)
+    F = int(v.fragments)
     phases: list[tuple[Part, ...]] = []
     if t.port_B > 0:
-        phases.append((Part("worker port", t.port_B, f.worker_port_Bps),))
+        phases.append((Part("worker port", t.port_B / F, f.worker_port_Bps),))
     if v.module:
-        phases.append(tuple(Part(name, s, 1.0) for name, s in
+        phases.append(tuple(Part(name, s / F, 1.0) for name, s in
                             zip(_phases.STAGE_NAMES, _phases.module_stages(f))))
     if t.qsfp_B > 0:
-        phases.append((Part("band through the module port", t.qsfp_B, f.qsfp_port_Bps),))
+        phases.append((Part("band through the module port", t.qsfp_B / F, f.qsfp_port_Bps),))
     d = float(sc.fixed_s[variant])
     if d > 0:
         phases.append((Part("fixed time d", d),))
@@ -67,9 +72,10 @@ def build(sc: Scenario, variant: str) -> Plan:
     if not (wan_Bps > 0 and math.isfinite(wan_Bps)):
         raise ValueError(f"wan_Bps = {sc.wan_Bps!r}: the WAN bandwidth must be a finite number > 0 B/s")
     return Plan(variant=variant, compute_s=f.gpu_compute_s, sync_phases=tuple(phases),
-                wan_B=float(t.wan_B), wan_Bps=wan_Bps, message_B=f.wan_message_B,
-                background_B=f.background_B, sync_every=sync_every(sc), links=int(t.links),
-                latency_s=float(t.hops) * f.wan_latency_s, overlap=f.overlap_fraction)
+                wan_B=float(t.wan_B) / F, wan_Bps=wan_Bps, message_B=f.wan_message_B,
+                background_B=f.background_B, sync_every=sync_every(sc, variant), links=int(t.links),
+                latency_s=float(t.hops) * f.wan_latency_s, overlap=f.overlap_fraction,
+                fragments=F, delay=int(v.delay))
 
 
 def run(sc: Scenario, variant: str, load: float, seed: int = 0, steps: int = 400, **kwargs):
