@@ -23,7 +23,7 @@ LAYERS = (
                       "bandjax.queueing", "bandjax.roots")),
     ("labelled sweeps", ("bandjax.grid", "bandjax.sweepargs")),
     ("questions", ("bandjax.winmap", "bandjax.breakeven", "bandjax.sensitivity",
-                   "bandjax.inverse")),
+                   "bandjax.inverse", "bandjax.need")),
     ("measured and uncertain inputs", ("bandjax.calibration", "bandjax.uncertainty")),
     ("answers and storage", ("bandjax.answers", "bandjax.store")),
     ("report: shared", ("bandjax.report.constants", "bandjax.report.passes",
