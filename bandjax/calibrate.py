@@ -7,21 +7,26 @@ for a variant's fixed time d) so that :func:`bandjax.step_s` reproduces the rows
 
     minimise  sum_i ((step_i(theta) - y_i) / sigma_i)^2
 
-with y_i the mean of row i's repeats and sigma_i the standard error of that mean, or, without
-repeats, sigma_i = y_i (relative residuals, one common scale estimated from the fit). The search
-is ``optimistix.least_squares`` with ``LevenbergMarquardt`` in transformed coordinates that keep
-every parameter in its domain: log x for rates and times (> 0), x = scale x softplus(u) for a
+with y_i the mean of row i's repeats and sigma_i its standard error: y_i s_w / sqrt(n_i), with s_w
+one run's relative spread pooled over every row's repeats (sum of n_i - 1 degrees of freedom); or,
+without repeats, sigma_i = y_i (relative residuals, one common scale estimated from the fit). The
+search is ``optimistix.least_squares`` with ``LevenbergMarquardt`` in transformed coordinates that
+keep every parameter in its domain: log x for rates and times (> 0), x = scale x softplus(u) for a
 fixed time or a latency (>= 0, so a d that fits to 0 approaches it smoothly), a logistic for a
 fraction in (0, 1). All rows are evaluated at once: each row's scenario fields are arrays over
 the rows, the closed forms broadcast over them, and a one-hot picks each row's variant.
 
 Uncertainty comes from the Jacobian J of the weighted residuals in the parameters' own units at
-the optimum: covariance = s^2 (J^T J)^-1, with s^2 the reduced chi-square when there are no
-repeats (the scale is estimated) and 1 when every row gives repeats (the scale is measured).
-Intervals are estimate +- t x standard error (Student's t with the residual degrees of freedom
-when s^2 is estimated, the normal quantile otherwise). Parameters are not identifiable when
-J^T J, scaled to unit diagonal, is singular to working precision; the message names the
-parameters that trade off and the first extra measurement that would separate them.
+the optimum: covariance = s^2 (J^T J)^-1 (:func:`statistics`), with s^2 the reduced chi-square
+without repeats (the scale is estimated; Student's t on the residual degrees of freedom) and 1
+with repeats (the scale is measured; t on the pooled degrees of freedom), unless the lack-of-fit
+test (chi-square / dof against F(dof, pooled dof)) fails at :data:`MISFIT_LEVEL`: then s^2 is the
+reduced chi-square, t is on the lack-of-fit degrees of freedom and a one-line
+:class:`CalibrationWarning` names the worst rows. Intervals keep each parameter in its range
+(:func:`intervals`): a positive one on log x, one that may be 0 cut at 0, a fraction on its logit.
+Parameters are not identifiable when J^T J, scaled to unit diagonal, is singular to working
+precision; the message names the parameters that trade off and the first extra measurement that
+would separate them. docs/calibration.md says the same for users.
 """
 
 from __future__ import annotations
@@ -774,9 +779,10 @@ def calibrate(measurements, fit: Sequence[str], scenario: Scenario | None = None
       measurements: a CSV or TOML file (one row per run; a TOML file is one array of tables such
         as ``[[run]]``), a list of dicts, a dict of columns or a DataFrame. Columns: ``variant``
         (id or label); the step time as ``step`` with a unit (``"4.1 ms"``) or ``step_ms``,
-        ``step_s``, ``step_us`` (a list, or ``;``-separated in a CSV cell, for repeats: then every
-        row needs at least two); and the fields that differ from the scenario: ``bandwidth`` (GB/s
-        or with a unit), ``budget`` (GFLOP/s or free/low/high), ``model`` (a preset or a
+        ``step_s``, ``step_us`` (a list, or ``;``-separated in a CSV cell, for repeats; their spread is
+        pooled over all rows, which may mix single runs and repeats); and the fields that differ
+        from the scenario: ``bandwidth`` (GB/s or with a unit), ``budget`` (GFLOP/s or
+        free/low/high), ``topology`` (ring or mesh), ``model`` (a preset or a
         parameter count), ``workers_per_dc``, or any numeric field by name or scenario-file key
         (a bare number is SI, or give a unit).
       fit: parameters to fit: numeric field names (``worker_port_Bps``, ``wan_latency_s``),
@@ -786,7 +792,8 @@ def calibrate(measurements, fit: Sequence[str], scenario: Scenario | None = None
       start: start values (SI units) by parameter, instead of the scenario's.
 
     Returns:
-      :class:`Calibration`.
+      :class:`Calibration`. Issues a :class:`CalibrationWarning` (one line naming the worst rows)
+      when repeats show the rows do not fit within their noise; the errors are then scaled.
     """
     problem, x0 = setup(measurements, fit, scenario, start)
     rows = problem.rows

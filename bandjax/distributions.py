@@ -412,7 +412,7 @@ def describe(name: str, dist) -> str:
     """``wan_Bps ~ normal(12.5 GB/s, 1 GB/s)``: the parameter and its distribution, with units."""
     if isinstance(dist, MultiNormal):
         sd = np.sqrt(np.diag(np.asarray(dist.cov)))
-        parts = [f"{n} ~ {format_quantity(m, dimension(n))} +- {format_quantity(e, dimension(n))}"
+        parts = [f"{n} ~ {format_quantity(float(m), dimension(n))} +- {format_quantity(float(e), dimension(n))}"
                  for n, m, e in zip(dist.names, dist.mean, sd)]
         return f"{name}: correlated normal ({'; '.join(parts)})"
     kind = _KIND_OF[type(dist)]

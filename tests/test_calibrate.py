@@ -131,7 +131,8 @@ def test_95_percent_intervals_cover_the_truth_90_to_99_percent_of_fits():
 
 
 def test_csv_with_repeats_weights_by_the_variance_of_the_mean(tmp_path):
-    """Repeats: the scale is measured, so the covariance is (J^T W J)^-1 with W = 1/sem^2."""
+    """Repeats: the scale is measured (one relative spread pooled over all rows' repeats), so
+    the covariance is (J^T W J)^-1 with W = repeats / (y x pooled spread)^2 (no misfit here)."""
     sc = REF
     rng = np.random.default_rng(1)
     lines = ["variant,bandwidth,model,step_ms"]
@@ -141,7 +142,7 @@ def test_csv_with_repeats_weights_by_the_variance_of_the_mean(tmp_path):
     path = tmp_path / "runs.csv"
     path.write_text("\n".join(lines) + "\n")
     cal = C.calibrate(path, ["gpu", "d.E'"], sc)
-    assert cal.scale_known and np.all(cal.repeats == 4)
+    assert cal.scale_known and np.all(cal.repeats == 4) and cal.scaled == 1.0
     problem, _ = C.setup(path, ["gpu", "d.E'"], sc)
     J = np.asarray(jax.jacfwd(problem.weighted)(jnp.asarray(cal.estimate), jnp.asarray(problem.rows.y),
                                                 jnp.asarray(problem.rows.sigma)))

@@ -242,3 +242,54 @@ def test_bad_uncertain_table(tmp_path, entry, match):
     path.write_text(f"[uncertain]\n{entry}\n")
     with pytest.raises(bandjax.ScenarioError, match=match):
         bandjax.load(path)
+
+
+def test_the_docs_uncertain_tables_load(tmp_path):
+    """Both TOML blocks of docs/calibration.md (the [uncertain] table and a calibration's
+    multinormal entry) load as written, appended to a scenario file, with the values they state
+    in SI units; propagation draws the multinormal's parameters."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "calibration.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```toml\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL)
+    assert len(blocks) == 2
+    loaded = []
+    for k, block in enumerate(blocks):
+        path = tmp_path / f"sc{k}.toml"
+        bandjax.save(REF, path)
+        path.write_text(path.read_text() + "\n" + block)
+        loaded.append(dict(bandjax.load(path).uncertain))
+    multi, table = loaded
+    dist = multi["calibration"]
+    assert dist.names == ("fixed_s.adamw", "gpu_peak_FLOPs") and dist.scale == ("linear", "log")
+    np.testing.assert_allclose(dist.mean, [9.98e-05, 49451429426596.17], rtol=1e-15)
+    assert U.draw(REF, multi, 10, 0).names == dist.names
+    assert table == {"wan_Bps": U.Normal(12.5e9, 1e9), "gpu_peak_FLOPs": U.LogNormal(49451e9, 0.1),
+                     "fixed_s.adamw": U.LogNormal(0.1e-3, 0.2), "fixed_s.topk": U.Uniform(0.0, 0.01e-3),
+                     "steps.band_pluggable": U.Seeds([1800, 1650, 2010])}
+
+
+def test_a_multinormal_entry_is_checked(tmp_path):
+    path = tmp_path / "sc.toml"
+    path.write_text('[uncertain.fit.multinormal]\nparameters = ["d.adamw", "wan"]\nmean = [1e-4, 1e10]\n'
+                    'cov = [[1e-10, 0.0], [1.0, 1e16]]\n')
+    with pytest.raises(bandjax.ScenarioError, match=r"\[uncertain\] fit: cov is not finite and symmetric"):
+        bandjax.load(path)
+    path.write_text('[uncertain.fit.multinormal]\nparameters = ["d.adamw", "warp"]\nmean = [1e-4, 1e10]\n'
+                    'cov = [[1e-10, 0.0], [0.0, 1e16]]\n')
+    with pytest.raises(bandjax.ScenarioError, match=r"\[uncertain\] fit.multinormal.parameters: 'warp' is not a parameter"):
+        bandjax.load(path)
+    path.write_text('[uncertain]\n"d.adamw" = { normal = ["0.1 ms", "0.01 ms"] }\n[uncertain.fit.multinormal]\n'
+                    'parameters = ["d.adamw"]\nmean = [1e-4]\ncov = [[1e-10]]\n')
+    with pytest.raises(bandjax.ScenarioError, match=r"a parameter is given twice among fixed_s.adamw, fixed_s.adamw"):
+        bandjax.load(path)
+
+
+def test_a_multinormal_is_described_with_units():
+    from bandjax.distributions import describe
+
+    dist = U.MultiNormal(["fixed_s.adamw", "wan_Bps"], [9.98e-5, 12.5e9], [[1e-10, 0.0], [0.0, 1e18]],
+                         ["linear", "log"])
+    assert describe("calibration", dist) == ("calibration: correlated normal (fixed_s.adamw ~ 0.0998 ms "
+                                             "+- 0.01 ms; wan_Bps ~ 12.5 GB/s +- 1.0 GB/s)")
