@@ -73,7 +73,7 @@ def test_citation_pattern_reads_lists_and_ranges():
 
 # ------------------------------------------------------------------------------- the site
 
-PAGES = ("index", "model", "tutorial", "cli", "results", "assumptions", "api")
+PAGES = ("index", "model", "tutorial", "cli", "calibration", "results", "assumptions", "api")
 
 
 @pytest.fixture(scope="module")
