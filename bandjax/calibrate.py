@@ -22,7 +22,8 @@ without repeats (the scale is estimated; Student's t on the residual degrees of 
 with repeats (the scale is measured; t on the pooled degrees of freedom), unless the lack-of-fit
 test (chi-square / dof against F(dof, pooled dof)) fails at :data:`MISFIT_LEVEL`: then s^2 is the
 reduced chi-square, t is on the lack-of-fit degrees of freedom and a one-line
-:class:`CalibrationWarning` names the worst rows. Intervals keep each parameter in its range
+:class:`CalibrationWarning` names the worst rows (a second line where Bartlett's test says the
+rows' repeats do not share one spread). Intervals keep each parameter in its range
 (:func:`intervals`): a positive one on log x, one that may be 0 cut at 0, a fraction on its logit.
 Parameters are not identifiable when J^T J, scaled to unit diagonal, is singular to working
 precision; the message names the parameters that trade off and the first extra measurement that
@@ -311,7 +312,8 @@ class Rows:
     ``sigma``: (rows,) its standard error, ``y x pure_rel_sd / sqrt(repeats)`` (repeats) or the
     mean itself (no repeats); ``repeats``: (rows,) how many runs each row averages;
     ``pure_rel_sd``: the pooled relative spread of one run about its row's mean, on ``pure_dof``
-    = sum(repeats - 1) degrees of freedom (NaN and 0 without repeats).
+    = sum(repeats - 1) degrees of freedom (NaN and 0 without repeats); ``spread_test``: Bartlett's
+    test that the rows share that spread (p-value, the rows with the smallest and largest spread).
     """
 
     variant: np.ndarray
@@ -322,6 +324,7 @@ class Rows:
     scale_known: bool
     pure_rel_sd: float = math.nan
     pure_dof: int = 0
+    spread_test: tuple = (math.nan, 0, math.nan, 0, math.nan)
 
     def __len__(self) -> int:
         return len(self.y)
@@ -364,7 +367,30 @@ def prepare_rows(measurements, sc: Scenario) -> Rows:
     means = np.asarray(means)
     sigma = means * pure_rel_sd / np.sqrt(repeats) if scale_known else means.copy()
     return Rows(np.asarray(variant), fields, means, sigma, repeats, scale_known,
-                pure_rel_sd, pure_dof)
+                pure_rel_sd, pure_dof, _spread_test(np.asarray(rel_ss), repeats))
+
+
+def _spread_test(rel_ss: np.ndarray, repeats: np.ndarray) -> tuple:
+    """(Bartlett's p-value that every row's repeats share one relative spread, the row with the
+    smallest spread (1-based) and that spread, the row with the largest and its spread): NaN and
+    0s with fewer than two rows of repeats, or a row whose repeats are all equal."""
+    none = (math.nan, 0, math.nan, 0, math.nan)
+    k = repeats > 1
+    if k.sum() < 2:
+        return none
+    dof = repeats[k] - 1
+    var = rel_ss[k] / dof
+    if not np.all(var > 0):
+        return none
+    from scipy.stats import chi2
+
+    N, m = dof.sum(), len(dof)
+    pooled = rel_ss[k].sum() / N
+    stat = (N * math.log(pooled) - np.sum(dof * np.log(var))) / (
+        1 + (np.sum(1 / dof) - 1 / N) / (3 * (m - 1)))
+    rows, lo, hi = np.flatnonzero(k), int(np.argmin(var)), int(np.argmax(var))
+    return (float(chi2.sf(stat, m - 1)), int(rows[lo]) + 1, math.sqrt(var[lo]), int(rows[hi]) + 1,
+            math.sqrt(var[hi]))
 
 
 # --------------------------------------------------------------------------- the model of a row
@@ -814,6 +840,14 @@ def calibrate(measurements, fit: Sequence[str], scenario: Scenario | None = None
                                f"{-r[k] * rows.sigma[k] / rows.y[k] * 100:+.3g}%)" for k in worst)
                    + f"; errors scaled by {math.sqrt(scaled):.3g}")
         warnings.warn(warning, CalibrationWarning, stacklevel=2)
+    spread_p, low, low_sd, high, high_sd = rows.spread_test
+    if spread_p < MISFIT_LEVEL:
+        line = (f"the rows' repeats do not share one spread (Bartlett p = {spread_p:.2g}; one run's "
+                f"spread {low_sd * 100:.3g}% of a step in row {low} to {high_sd * 100:.3g}% in row {high}), "
+                "so the pooled spread weights some rows too much and others too little; the "
+                "intervals are approximate")
+        warnings.warn(line, CalibrationWarning, stacklevel=2)
+        warning = f"{warning}; {line}" if warning else line
     se = np.sqrt(np.diag(cov))
     interval = intervals(x, se, problem.kinds, q)
     fitted_sc = with_parameters(problem.scenario, {n: float(v) for n, v in zip(problem.names, x)})

@@ -408,3 +408,23 @@ def test_help_prints_95_percent():
     calibrate_cli.register_cli(parser.add_subparsers())
     text = " ".join(parser._subparsers._group_actions[0].choices["calibrate"].format_help().split())
     assert "95% interval" in text and "95%%" not in text and "--force" in text
+
+
+def test_repeats_of_unlike_spread_warn():
+    """Rows whose runs scatter 0.2% and rows whose runs scatter 3% (5 repeats each): Bartlett's
+    test (checked against scipy.stats.bartlett) says they do not share one spread, and the fit
+    warns in one line naming a row of each."""
+    from scipy.stats import bartlett
+
+    problem, truth = C.setup(ROWS36, FIT4, TRUTH)
+    f = np.asarray(problem.model(jnp.asarray(truth)))
+    noise = np.where(np.arange(len(f)) % 2 == 0, 0.002, 0.03)
+    rng = np.random.default_rng(9)
+    runs = f[:, None] * (1 + noise[:, None] * rng.standard_normal((len(f), 5)))
+    rows = C.prepare_rows(runs_table(runs), TRUTH)
+    p, low, _, high, _ = rows.spread_test
+    assert p == pytest.approx(bartlett(*(r / r.mean() for r in runs)).pvalue, rel=1e-9)
+    assert p < C.MISFIT_LEVEL and low % 2 == 1 and high % 2 == 0  # rows 1, 3, ... scatter 0.2%
+    with pytest.warns(C.CalibrationWarning, match=r"^the rows' repeats do not share one spread \(Bartlett p = "):
+        cal = C.calibrate(runs_table(runs), FIT4, TRUTH)
+    assert "\n" not in cal.warning and f"in row {low} to " in cal.warning and f"in row {high})" in cal.warning
