@@ -871,6 +871,6 @@ class _CallableModule(types.ModuleType):
 
 sys.modules[__name__].__class__ = _CallableModule
 
-__all__ = ["Calibration", "CalibrationError", "CalibrationWarning", "Problem", "Rows", "calibrate", "covariance",
-           "intervals", "lack_of_fit", "predict_s", "statistics", "prepare_rows", "read_rows", "resolve_parameter", "setup",
-           "with_parameters"]
+__all__ = ["Calibration", "CalibrationError", "CalibrationWarning", "Problem", "Rows", "calibrate",
+           "covariance", "intervals", "lack_of_fit", "predict_s", "prepare_rows", "read_rows",
+           "resolve_parameter", "setup", "statistics", "with_parameters"]

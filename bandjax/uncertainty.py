@@ -180,8 +180,9 @@ class BreakEvenUncertainty:
     delta method (symmetric by construction); ``skewness`` the Monte Carlo quantiles' Bowley
     skewness (q95 + q5 - 2 q50) / (q95 - q5), and ``skewed`` whether it exceeds
     :data:`SKEWED` in size: then the delta interval misplaces the mass and :attr:`interval_GBps`
-    (the one to show first) is the Monte Carlo's; ``p_a_wins`` (bandwidth,) the probability that a reaches the target first at each
-    of ``bandwidth_GBps``; ``roots_GBps`` (samples,) every sample's first crossing (NaN: none).
+    (the one to show first) is the Monte Carlo's; ``p_a_wins`` (bandwidth,) the probability that
+    a reaches the target first at each of ``bandwidth_GBps``; ``roots_GBps`` (samples,) every
+    sample's first crossing (NaN: none).
     """
 
     a: str

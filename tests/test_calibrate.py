@@ -360,7 +360,8 @@ def test_cli_write_refuses_a_fit_that_is_not_identifiable_unless_forced(tmp_path
              "step_ms": float(bandjax.step_s(REF.replace(workers_per_dc=float(n)))[IDS.index("adamw")]) * 1e3}
             for n in (2, 4, 8, 16)]
     path = tmp_path / "runs.csv"
-    path.write_text("variant,workers_per_dc,step_ms\n" + "".join(f"{r['variant']},{r['workers_per_dc']},{r['step_ms']!r}\n" for r in rows))
+    path.write_text("variant,workers_per_dc,step_ms\n"
+                    + "".join(f"{r['variant']},{r['workers_per_dc']},{r['step_ms']!r}\n" for r in rows))
     out = tmp_path / "fitted.toml"
     assert calibrate_cli.main([str(path), "--fit", "wan", "d.adamw", "--write", str(out)]) == 2
     captured = capsys.readouterr()
