@@ -429,3 +429,17 @@ def test_repeats_of_unlike_spread_warn():
     with pytest.warns(C.CalibrationWarning, match=r"^the rows' repeats do not share one spread \(Bartlett p = "):
         cal = C.calibrate(runs_table(runs), FIT4, TRUTH)
     assert "\n" not in cal.warning and f"in row {low} to " in cal.warning and f"in row {high})" in cal.warning
+
+
+def test_rows_may_mix_single_runs_and_repeats():
+    """Single runs take the pooled spread of the rows with repeats: sigma = y x s_w / sqrt(n),
+    s_w from the repeats alone (sum of n - 1 = 2 x 18 degrees of freedom here)."""
+    problem, truth = C.setup(ROWS36, FIT4, TRUTH)
+    f = np.asarray(problem.model(jnp.asarray(truth)))
+    rng = np.random.default_rng(4)
+    runs = [f[i] * (1 + 0.01 * rng.standard_normal(3 if i % 2 else 1)) for i in range(len(f))]
+    rows = C.prepare_rows(runs_table(runs), TRUTH)
+    rep = [r for r in runs if len(r) == 3]
+    s_w = math.sqrt(sum(np.sum((r / r.mean() - 1) ** 2) for r in rep) / 36)
+    assert rows.scale_known and rows.pure_dof == 36 and rows.pure_rel_sd == pytest.approx(s_w, rel=1e-12)
+    np.testing.assert_allclose(rows.sigma, [r.mean() * s_w / math.sqrt(len(r)) for r in runs], rtol=1e-12)
