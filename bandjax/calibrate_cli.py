@@ -32,12 +32,10 @@ def register_cli(sub) -> None:
 
 
 def _calibrate_cli(args) -> int:
-    from .calibrate import calibrate
-    from .cliargs import load_scenario
-
     import warnings
 
-    from .calibrate import CalibrationError, CalibrationWarning
+    from .calibrate import CalibrationError, CalibrationWarning, calibrate
+    from .cliargs import load_scenario
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CalibrationWarning)  # the table prints it
