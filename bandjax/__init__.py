@@ -16,16 +16,16 @@ _EXPORTS = {
     "ScenarioError": "units", "Steps": "scenario", "load": "scenario", "reference": "scenario",
     "save": "scenario",
     "Rule": "variants", "Variant": "variants",
-    "Calibration": "calibrate", "calibrate": "calibrate",
-    "break_even": "breakeven", "budget_break_even": "breakeven", "enob_break_even": "breakeven",
-    "QUANTITIES": "grid", "sweep": "grid",
+    "Calibration": "calibration", "calibrate": "calibration",
+    "break_even": "answers", "budget_break_even": "breakeven", "enob_break_even": "breakeven",
+    "QUANTITIES": "grid", "sweep": "answers",
     "smallest_change": "inverse",
     "evaluate": "metrics", "steps_to_target": "metrics", "time_to_target_s": "metrics",
     "find_crossings": "roots",
     "elasticities": "sensitivity",
     "COMPONENTS": "step", "STAGES": "step", "module_stages_s": "step", "step_s": "step",
     "step_terms_s": "step",
-    "best_over": "winner", "winner": "winner",
+    "best_over": "winmap", "winner": "winmap",
 }
 _MODULES = ("store", "uncertainty", "variants")
 

@@ -37,7 +37,7 @@ from . import roots as _roots
 from . import variants as _v
 from .metrics import time_to_target_s
 from .roots import A_WINS, B_WINS, CROSSES, NEITHER, NOT_AVAILABLE, STATUS_NAMES, TIE, Crossings
-from .distributions import FIXED_PREFIX
+from .parameters import FIXED_PREFIX, scenario_parameter, with_parameters
 from .scenario import BASES, FIELDS, Scenario
 from .step import COMPONENTS, STAGES, budget_break_even_FLOPs, col, comm_parts_s, module_stages_s, step_s, sum_parts
 
@@ -100,23 +100,6 @@ def _check_parameter(name: str, sc: Scenario | None = None) -> None:
         return
     raise ValueError(f"parameter = {name!r} is not known; allowed: a scenario field "
                      f"({', '.join(FIELDS)}), fixed_s.<variant id>, {', '.join(STEPS_PARAMETERS)}")
-
-
-def with_parameters(sc: Scenario, values: dict) -> Scenario:
-    """``sc`` with each named field or ``fixed_s.<variant id>`` set, in one substitution
-    (traceable; values may be arrays)."""
-    fixed = {k[len(FIXED_PREFIX):]: v for k, v in values.items() if k.startswith(FIXED_PREFIX)}
-    fields = {k: v for k, v in values.items() if not k.startswith(FIXED_PREFIX)}
-    if fixed:
-        fields["fixed_s"] = {**sc.fixed_s, **fixed}
-    return sc.replace(**fields)
-
-
-def scenario_parameter(sc: Scenario, name: str):
-    """The value of a field or ``fixed_s.<variant id>`` of ``sc``."""
-    if name.startswith(FIXED_PREFIX):
-        return sc.fixed_s[name[len(FIXED_PREFIX):]]
-    return getattr(sc, name)
 
 
 def with_parameter(theta, name: str, value):
@@ -384,7 +367,7 @@ def _default_range(over: str, parameter: str, sc: Scenario, steps: tuple, lo, hi
 
 def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
                basis: str = "hypothesis", lo=None, hi=None, grid: int = GRID,
-               max_roots: int = MAX_ROOTS, samples=None, seed=0, uncertain=None) -> BreakEven:
+               max_roots: int = MAX_ROOTS) -> BreakEven:
     """Every crossing of a and b over ``over`` for the scenario (scalar or a grid of fields).
 
     Args:
@@ -397,18 +380,11 @@ def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
         parameter's value / 100 to x 100.
       grid: coarse grid points (log-uniform) that find brackets.
       max_roots: crossings refined per point; raised and re-run if any point has more.
-      samples, seed, uncertain: with ``samples``, the bandwidth break-even under uncertain inputs
-        (``uncertain``, else the scenario's own): :func:`bandjax.uncertainty.propagate_break_even`.
 
     Returns:
-      :class:`BreakEven` (numpy arrays); with ``samples``, a
-      :class:`bandjax.uncertainty.BreakEvenUncertainty`.
+      :class:`BreakEven` (numpy arrays). Under uncertain inputs, :func:`bandjax.break_even` with
+      ``samples`` (:mod:`bandjax.answers`).
     """
-    if samples is not None:
-        from .uncertainty import propagate_break_even
-
-        return propagate_break_even(sc, a, b, uncertain, samples, seed, basis=basis, over=over,
-                                    lo=lo, hi=hi)
     a, b = resolve_variant(a, sc.variants), resolve_variant(b, sc.variants)
     if a == b:
         raise ValueError(f"a = b = {a!r}: a break-even needs two different variants")

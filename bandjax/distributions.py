@@ -23,24 +23,41 @@ their own, every number SI:
 
 Values carry the parameter's units (a bare number is SI; steps are counts). Plain Python and
 NumPy: no jax at import (:mod:`bandjax.scenario` reads and writes the table through this module).
+
+This module sits below the scenario and does not import it: what it needs to know of the
+scenario's numeric fields (their names, file keys, dimensions and limits) it is handed as data, a
+:class:`Fields` (``bandjax.scenario.field_table()``).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import variants as _variants
+from .parameters import FIXED_PREFIX
 from .units import SI, UNITS, ScenarioError, format_quantity, parse
 
 SECTION = "uncertain"
 STEPS_PREFIX = "steps."
-FIXED_PREFIX = "fixed_s."
 # Names a person uses for a parameter -> the scenario field.
 ALIASES = {"gpu": "gpu_peak_FLOPs", "bandwidth": "wan_Bps", "budget": "budget_FLOPs",
            "model": "params"}
+
+
+@dataclass(frozen=True)
+class Fields:
+    """The scenario's numeric fields as data: ``table`` as :data:`bandjax.scenario.FIELDS` (name ->
+    (default, file key, dimension, description)), ``limits`` as :data:`bandjax.scenario.LIMITS`,
+    and ``check``, the scenario's check of a field's values (``check(name, values, whole=False)``
+    raises a ``ScenarioError`` naming what is allowed)."""
+
+    table: Mapping
+    limits: Mapping
+    check: Callable
 
 
 def _require(ok, name, what, allowed):
@@ -48,10 +65,13 @@ def _require(ok, name, what, allowed):
         raise ScenarioError(f"[{SECTION}] {name}: {what}; must be {allowed}")
 
 
-def _shown(name: str, value):
+def _shown(name: str, value, fields: Fields | None = None):
     """``value`` (SI) in the units of parameter ``name`` as a file writes it, else as it is."""
+    if fields is None:
+        return value
     try:
-        dim = dimension(resolve(name) if not name.startswith(("d.", FIXED_PREFIX)) else FIXED_PREFIX)
+        dim = dimension(resolve(name, fields=fields) if not name.startswith(("d.", FIXED_PREFIX))
+                        else FIXED_PREFIX, fields)
     except (ScenarioError, KeyError):
         return value
     if isinstance(value, (list, tuple)):
@@ -81,9 +101,9 @@ class Normal:
     def values(self):
         return (self.mean, self.sd)
 
-    def check(self, name):
-        _require(math.isfinite(self.mean), name, f"mean = {_shown(name, self.mean)!r}", "a finite number")
-        _require(self.sd >= 0 and math.isfinite(self.sd), name, f"sd = {_shown(name, self.sd)!r}",
+    def check(self, name, fields: Fields | None = None):
+        _require(math.isfinite(self.mean), name, f"mean = {_shown(name, self.mean, fields)!r}", "a finite number")
+        _require(self.sd >= 0 and math.isfinite(self.sd), name, f"sd = {_shown(name, self.sd, fields)!r}",
                  "a finite number >= 0")
 
 
@@ -109,9 +129,9 @@ class LogNormal:
     def values(self):
         return (self.median, self.sigma)
 
-    def check(self, name):
+    def check(self, name, fields: Fields | None = None):
         _require(self.median > 0 and math.isfinite(self.median), name,
-                 f"median = {_shown(name, self.median)!r}", "> 0")
+                 f"median = {_shown(name, self.median, fields)!r}", "> 0")
         _require(self.sigma >= 0 and math.isfinite(self.sigma), name, f"sigma = {self.sigma!r}",
                  "a finite number >= 0 (a bare number: the sd of log x)")
 
@@ -138,9 +158,9 @@ class Uniform:
     def values(self):
         return (self.lo, self.hi)
 
-    def check(self, name):
+    def check(self, name, fields: Fields | None = None):
         _require(math.isfinite(self.lo) and math.isfinite(self.hi) and self.lo <= self.hi, name,
-                 f"lo = {_shown(name, self.lo)!r}, hi = {_shown(name, self.hi)!r}", "finite, lo <= hi")
+                 f"lo = {_shown(name, self.lo, fields)!r}, hi = {_shown(name, self.hi, fields)!r}", "finite, lo <= hi")
 
 
 @dataclass(frozen=True)
@@ -166,9 +186,9 @@ class Seeds:
         # the Monte Carlo see one spread
         return float(np.var(self.values, ddof=0))
 
-    def check(self, name):
+    def check(self, name, fields: Fields | None = None):
         _require(len(self.values) >= 2 and all(math.isfinite(v) for v in self.values), name,
-                 f"values = {_shown(name, list(self.values))!r}", "at least two finite values, one per seed")
+                 f"values = {_shown(name, list(self.values), fields)!r}", "at least two finite values, one per seed")
 
 
 SCALES = ("linear", "log", "logit")
@@ -229,7 +249,7 @@ class MultiNormal:
     def values(self):
         return self.mean
 
-    def check(self, name):
+    def check(self, name, fields: Fields | None = None):
         k = len(self.names)
         cov = np.asarray(self.cov)
         _require(k >= 1 and len(self.mean) == k and cov.shape == (k, k) and len(self.scale) == k, name,
@@ -248,7 +268,7 @@ class MultiNormal:
                      ">= 0 (linear), > 0 (log) or in (0, 1) (logit)")
 
 
-def _multinormal_from_table(where: str, spec, registry) -> MultiNormal:
+def _multinormal_from_table(where: str, spec, registry, fields: Fields) -> MultiNormal:
     keys = {"parameters", "mean", "cov", "scale"}
     if not (isinstance(spec, dict) and {"parameters", "mean", "cov"} <= set(spec) <= keys):
         raise ScenarioError(f"{where} = {spec!r}: expected multinormal = {{ parameters = [names], "
@@ -256,7 +276,7 @@ def _multinormal_from_table(where: str, spec, registry) -> MultiNormal:
     names = []
     for n in spec["parameters"]:
         try:
-            names.append(resolve(str(n), registry, steps=False))
+            names.append(resolve(str(n), registry, fields=fields, steps=False))
         except ScenarioError as e:
             raise ScenarioError(f"{where}.parameters: {e}") from None
     try:
@@ -286,11 +306,12 @@ def _variant_id(name: str, registry, where: str) -> str:
                         + ", ".join(f"{v.id} ({v.short})" for v in registry))
 
 
-def resolve(name: str, registry: tuple = _variants.VARIANTS, *, steps: bool = True) -> str:
+def resolve(name: str, registry: tuple = _variants.VARIANTS, *, fields: Fields,
+            steps: bool = True) -> str:
     """A parameter's canonical name: a field of :data:`bandjax.scenario.FIELDS` (by name, file key
     or alias: ``gpu`` is ``gpu_peak_FLOPs``), ``fixed_s.<id>`` (also ``d.<variant>``, by id or
     label) or, with ``steps``, ``steps.<id>`` of a variant with steps of its own."""
-    from .scenario import FIELDS
+    FIELDS = fields.table
 
     for prefix in (FIXED_PREFIX, "d."):
         if name.startswith(prefix):
@@ -316,9 +337,9 @@ def resolve(name: str, registry: tuple = _variants.VARIANTS, *, steps: bool = Tr
         + (", steps.<variant>" if steps else "") + f" ({', '.join(v.id for v in registry)})")
 
 
-def dimension(name: str) -> str:
+def dimension(name: str, fields: Fields) -> str:
     """The dimension (a key of :data:`bandjax.units.UNITS`) of a canonical parameter name."""
-    from .scenario import FIELDS
+    FIELDS = fields.table
 
     if name.startswith(FIXED_PREFIX):
         return "time"
@@ -327,15 +348,15 @@ def dimension(name: str) -> str:
     return FIELDS[name][2]
 
 
-def unit(name: str) -> str:
+def unit(name: str, fields: Fields) -> str:
     """The unit a person reads the parameter in (the file's first unit; steps are counts)."""
-    dim = dimension(name)
+    dim = dimension(name, fields)
     return next(iter(UNITS[dim])) if dim in UNITS and dim != "count" else ("steps" if name.startswith(STEPS_PREFIX) else SI.get(dim, "1"))
 
 
-def check_center(name: str, dist) -> None:
+def check_center(name: str, dist, fields: Fields) -> None:
     """The distribution's values lie where the parameter is allowed (a field's own limits)."""
-    from .scenario import LIMITS, check_field
+    LIMITS, check_field = fields.limits, fields.check
 
     if name in LIMITS:
         points = dist.values if isinstance(dist, Seeds) else (dist.center,)
@@ -351,7 +372,7 @@ def check_center(name: str, dist) -> None:
 # --------------------------------------------------------------------------- the [uncertain] table
 
 
-def from_table(table, registry: tuple = _variants.VARIANTS) -> tuple:
+def from_table(table, registry: tuple = _variants.VARIANTS, *, fields: Fields) -> tuple:
     """((parameter, distribution), ...) from an ``[uncertain]`` table; errors name the key, the
     value and what is allowed."""
     if not isinstance(table, dict):
@@ -360,12 +381,12 @@ def from_table(table, registry: tuple = _variants.VARIANTS) -> tuple:
     for key, entry in table.items():
         where = f"[{SECTION}] {key}"
         if isinstance(entry, dict) and list(entry) == ["multinormal"]:
-            dist = _multinormal_from_table(f"{where}.multinormal", entry["multinormal"], registry)
-            dist.check(key)
+            dist = _multinormal_from_table(f"{where}.multinormal", entry["multinormal"], registry, fields)
+            dist.check(key, fields)
             out.append((key, dist))
             continue
         try:
-            name = resolve(key, registry)
+            name = resolve(key, registry, fields=fields)
         except ScenarioError as e:
             raise ScenarioError(f"{where}: {e}") from None
         if not (isinstance(entry, dict) and len(entry) == 1 and next(iter(entry)) in KINDS):
@@ -375,10 +396,11 @@ def from_table(table, registry: tuple = _variants.VARIANTS) -> tuple:
         if not isinstance(values, list) or (dims is not None and len(values) != len(dims)):
             raise ScenarioError(f"{where} = {entry!r}: expected one of {_SHAPES}")
         dims = dims or ("",) * len(values)
-        si = [parse(f"{where}.{kind}[{i}]", v, d or dimension(name)) for i, (v, d) in enumerate(zip(values, dims))]
+        si = [parse(f"{where}.{kind}[{i}]", v, d or dimension(name, fields))
+              for i, (v, d) in enumerate(zip(values, dims))]
         dist = cls(si) if cls is Seeds else cls(*si)
-        dist.check(key)
-        check_center(name, dist)
+        dist.check(key, fields)
+        check_center(name, dist, fields)
         out.append((name, dist))
     names = parameters(out)
     if len(set(names)) != len(names):
@@ -394,7 +416,7 @@ def parameters(uncertain) -> list[str]:
     return out
 
 
-def to_table(uncertain: tuple) -> dict:
+def to_table(uncertain: tuple, fields: Fields) -> dict:
     """The ``[uncertain]`` table of ``uncertain`` (the inverse of :func:`from_table`)."""
     out = {}
     for name, dist in uncertain:
@@ -404,35 +426,37 @@ def to_table(uncertain: tuple) -> dict:
             continue
         kind = _KIND_OF[type(dist)]
         dims = KINDS[kind][1] or ("",) * len(dist.values)
-        out[name] = {kind: [format_quantity(v, d or dimension(name)) for v, d in zip(dist.values, dims)]}
+        out[name] = {kind: [format_quantity(v, d or dimension(name, fields))
+                            for v, d in zip(dist.values, dims)]}
     return out
 
 
-def describe(name: str, dist) -> str:
+def describe(name: str, dist, fields: Fields) -> str:
     """``wan_Bps ~ normal(12.5 GB/s, 1 GB/s)``: the parameter and its distribution, with units."""
     if isinstance(dist, MultiNormal):
         sd = np.sqrt(np.diag(np.asarray(dist.cov)))
-        parts = [f"{n} ~ {format_quantity(float(m), dimension(n))} +- {format_quantity(float(e), dimension(n))}"
+        parts = [f"{n} ~ {format_quantity(float(m), dimension(n, fields))} +- "
+                 f"{format_quantity(float(e), dimension(n, fields))}"
                  for n, m, e in zip(dist.names, dist.mean, sd)]
         return f"{name}: correlated normal ({'; '.join(parts)})"
     kind = _KIND_OF[type(dist)]
     dims = KINDS[kind][1] or ("",) * len(dist.values)
-    shown = [format_quantity(v, d or dimension(name)) for v, d in zip(dist.values, dims)]
+    shown = [format_quantity(v, d or dimension(name, fields)) for v, d in zip(dist.values, dims)]
     if name.startswith(STEPS_PREFIX):
         shown = [f"{v:g} steps" for v in dist.values]
     return f"{name} ~ {kind}({', '.join(str(s) for s in shown)})"
 
 
-def check(uncertain: tuple, registry: tuple) -> None:
+def check(uncertain: tuple, registry: tuple, fields: Fields) -> None:
     """Every parameter of ``uncertain`` exists in ``registry`` and its values are allowed."""
     for name, dist in uncertain:
         if isinstance(dist, MultiNormal):
             for n in dist.names:
-                if resolve(n, registry, steps=False) != n:
+                if resolve(n, registry, fields=fields, steps=False) != n:
                     raise ScenarioError(f"[{SECTION}] {name}: {n} is not a canonical parameter name")
-            dist.check(name)
+            dist.check(name, fields)
             continue
-        if resolve(name, registry) != name:
+        if resolve(name, registry, fields=fields) != name:
             raise ScenarioError(f"[{SECTION}] {name}: not a canonical parameter name")
-        dist.check(name)
-        check_center(name, dist)
+        dist.check(name, fields)
+        check_center(name, dist, fields)

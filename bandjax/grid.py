@@ -20,8 +20,8 @@ import xarray as xr
 
 from . import metrics
 from ._budget_index import budget_indexed
-from .labels import COORD_ATTRS
-from .scenario import Scenario, reference, resolve_budget
+from .labels import COORD_ATTRS, budget_labels
+from .scenario import Scenario, reference
 from .step import COMPONENTS, STAGES, module_stages_s
 from .sweepargs import Grid, parse
 
@@ -78,7 +78,7 @@ def _evaluate(sc: Scenario, steps, index: tuple[int, ...], names: tuple[str, ...
 def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget=None,
           variant=None, model=None, gpu=None, dcs=None, topology=None, workers_per_dc=None, H=None,
           basis=None, quantities: Sequence[str] | None = None, dtype: str = "float64",
-          samples=None, seed=0, uncertain=None, **fields) -> xr.Dataset:
+          **fields) -> xr.Dataset:
     """Evaluate every closed form over a labelled grid in one jitted call.
 
     Each argument is a scalar (a scalar coordinate, no dimension) or a sequence (a dimension).
@@ -106,8 +106,8 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
         BENCHMARKS.md). Break-evens are always float64.
       **fields: any other numeric scenario field by name, in SI units (``wan_latency_s``,
         ``overlap_fraction``, ``optics_Sps``, ...).
-      samples, seed, uncertain: with ``samples``, Monte Carlo over uncertain inputs (``uncertain``,
-        else the scenario's own) over ``bandwidth``: :func:`bandjax.uncertainty.propagate_sweep`.
+
+    Under uncertain inputs, :func:`bandjax.sweep` with ``samples`` (:mod:`bandjax.answers`).
 
     Returns:
       An ``xarray.Dataset``; every variable has ``attrs["units"]``. ``time_to_target_s`` is NaN
@@ -117,14 +117,6 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
       not vary along every axis); ``ds.copy(deep=True)`` gives writable ones.
     """
     sc = reference() if scenario is None else scenario
-    if samples is not None:
-        from .uncertainty import propagate_sweep
-
-        return propagate_sweep(sc, uncertain, samples, seed, bandwidth=bandwidth, basis=basis,
-                               others=dict(enob=enob, budget=budget, variant=variant, model=model,
-                                           gpu=gpu, dcs=dcs, topology=topology,
-                                           workers_per_dc=workers_per_dc, H=H,
-                                           quantities=quantities, **fields))
     names = tuple(QUANTITIES if quantities is None else quantities)
     for q in names:
         if q not in QUANTITIES:
@@ -215,9 +207,8 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Datase
     # (ds.sel(budget="low"), see BudgetIndex)
     if "budget" in coords:
         b = coords["budget"]
-        coords["budget_label"] = xr.Variable(b.dims, np.vectorize(
-            lambda x: _budget_label(sc, x), otypes=[str])(b.values),
-            {"long_name": "module compute budget: the scenario's name for it, or GFLOP/s"})
+        coords["budget_label"] = xr.Variable(b.dims, budget_labels(sc, b.values), {
+            "long_name": "module compute budget: the scenario's name for it, or GFLOP/s"})
     vids = g.variants
     vdims = dims + (["variant"] if g.variant_is_dim else [])
     if g.variant_is_dim:
@@ -265,11 +256,3 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Datase
     })
     return ds
 
-
-def _budget_label(sc: Scenario, GFLOPs: float) -> str:
-    """The scenario's name of a budget (``"free"``, ``"low"``, ``"high"``) or its GFLOP/s."""
-    for name in ("free", "low", "high"):
-        named = resolve_budget(sc, name) / 1e9
-        if GFLOPs == named or np.isclose(GFLOPs, named, rtol=1e-12, atol=0.0):
-            return name
-    return f"{GFLOPs:g} GFLOP/s"

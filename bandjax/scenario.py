@@ -155,8 +155,8 @@ FIELDS: dict[str, tuple[str, str, str, str]] = {
     "wan_J_per_bit": ("energy", "wan_energy_per_bit", "energy_per_bit", "every directed WAN link in use"),
     "module_W": ("energy", "module_power", "power", "per module"),
     "sync_every_H": ("sync", "every_H", "count", "sync every H steps: communication / H (steps to target assumed unchanged)"),
-    "wan_message_B": ("shared_wan", "message_bytes", "count", "the sync's WAN bytes go as messages of this size, one after another (event engine)"),
-    "background_B": ("shared_wan", "background_bytes", "count", "size of other jobs' Poisson transfers on each WAN link (event engine)"),
+    "wan_message_B": ("shared_wan", "message_bytes", "bytes", "the sync's WAN bytes go as messages of this size, one after another (event engine)"),
+    "background_B": ("shared_wan", "background_bytes", "bytes", "size of other jobs' Poisson transfers on each WAN link (event engine)"),
 }
 FIXED_SECTION = "fixed_time"  # d_v per variant, calibrated (docs/model.md section 5)
 VARIANTS_SECTION = "variants"  # a user's variants, one [variants.<id>] table each
@@ -427,7 +427,7 @@ def validate(sc: Scenario) -> Scenario:
     if sc.uncertain:
         from .distributions import check
 
-        check(sc.uncertain, sc.variants)
+        check(sc.uncertain, sc.variants, field_table())
     return sc
 
 
@@ -512,7 +512,7 @@ def to_toml_dict(sc: Scenario) -> dict:
     if sc.uncertain:
         from .distributions import SECTION, to_table
 
-        out[SECTION] = to_table(sc.uncertain)
+        out[SECTION] = to_table(sc.uncertain, field_table())
     return out
 
 
@@ -553,12 +553,13 @@ def _registry_from_toml(table: dict) -> tuple[Variant, ...]:
 def from_toml_dict(data: dict) -> Scenario:
     """Build a scenario from a parsed TOML mapping; missing keys take the reference's values.
 
-    Besides the keys of :data:`FIELDS`: ``[model] gpu = "h100"`` applies a GPU preset
+    Besides the keys of :data:`FIELDS`: ``[model] model = "llama3-8b"`` sets params from a model
+    preset (:data:`PRESETS`); ``[model] gpu = "h100"`` applies a GPU preset
     (:meth:`Scenario.with_gpu`) before the file's other values; ``[model] gpu_compute = "0.49 ms"``
     (files written before c came from FLOPs) sets the GPU peak that gives that c.
     """
     by_key = {(section, key): name for name, (section, key, _, _) in FIELDS.items()}
-    extra = {("model", "gpu"), ("model", "gpu_compute")}
+    extra = {("model", "gpu"), ("model", "gpu_compute"), ("model", "model")}
     sections = {s for s, _ in by_key} | {FIXED_SECTION, "steps", VARIANTS_SECTION, "uncertain"}
     changes: dict[str, Any] = {}
     ref = reference()
@@ -575,6 +576,15 @@ def from_toml_dict(data: dict) -> Scenario:
                 if not isinstance(value, str):
                     raise ScenarioError(f"[model] gpu = {value!r}: expected a preset name; allowed: "
                                         f"{', '.join(GPUS)}")
+                continue
+            if (section, key) == ("model", "model"):
+                if not (isinstance(value, str) and value in PRESETS):
+                    raise ScenarioError(f"[model] model = {value!r}: expected a preset name; allowed: "
+                                        f"{', '.join(PRESETS)}")
+                if "params" in entries:
+                    raise ScenarioError(f"[model] model = {value!r} and params = {entries['params']!r}: "
+                                        "give one (a preset sets params)")
+                changes["params"] = PRESETS[value]
                 continue
             if (section, key) == ("model", "gpu_compute"):
                 changes["gpu_compute_s"] = parse("[model] gpu_compute", value, "time")
@@ -609,7 +619,8 @@ def from_toml_dict(data: dict) -> Scenario:
     if "uncertain" in data:
         from .distributions import from_table
 
-        sc = dataclasses.replace(sc, uncertain=from_table(data["uncertain"], registry))
+        sc = dataclasses.replace(sc, uncertain=from_table(data["uncertain"], registry,
+                                                          fields=field_table()))
     c = changes.get("gpu_compute_s")
     if c is not None and ("gpu_peak_FLOPs" in changes or gpu is not None):
         changes.pop("gpu_compute_s")
@@ -694,3 +705,11 @@ def load(path: str | os.PathLike) -> Scenario:
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(f"scenario file {os.fspath(path)!r} is not valid TOML: {e}") from None
     return from_toml_dict(data)
+
+
+def field_table():
+    """The numeric fields as data (:class:`bandjax.distributions.Fields`), for the modules below
+    the scenario that check parameter names and values against them without importing it."""
+    from .distributions import Fields
+
+    return Fields(table=FIELDS, limits=LIMITS, check=check_field)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .labels import COORD_ATTRS, as_list, budgets_FLOPs, models, positive
+from .labels import COORD_ATTRS, as_list, budgets_FLOPs, is_dimension, models, positive
 from .scenario import (BASES, DEFAULT_UTILISATION, FIELDS, GPUS, STUDY_GPU_FLOPs, Scenario,
                        check_field)
 from .units import SI, ScenarioError
@@ -127,8 +127,7 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
 
     def add(name, raw, coords, field_values, attrs=None):
         attrs = COORD_ATTRS.get(name, {}) if attrs is None else attrs
-        _, is_dim = as_list(name, raw)
-        if is_dim:
+        if is_dimension(raw):
             axes.append(Axis(name, list(coords), attrs, field_values))
         else:
             scalars[name] = coords[0]
@@ -138,7 +137,7 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
     if bandwidth is not None:
         vals, _ = as_list("bandwidth", bandwidth)
         gbps = positive("bandwidth", vals, "GB/s")
-        add("bandwidth", bandwidth, gbps, {"wan_Bps": [g * 1e9 for g in gbps]})
+        add("bandwidth", bandwidth, gbps, {"wan_Bps": (np.asarray(gbps) * 1e9).tolist()})
     enobs = [float(sc.enob)]
     if enob is not None:
         vals, _ = as_list("enob", enob)
@@ -150,7 +149,7 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
     if budget is not None:
         vals, _ = as_list("budget", budget)
         flops = budgets_FLOPs(sc, vals)
-        add("budget", budget, [f / 1e9 for f in flops], {"budget_FLOPs": flops})
+        add("budget", budget, (np.asarray(flops) / 1e9).tolist(), {"budget_FLOPs": flops})
     if model is not None:
         vals, is_dim = as_list("model", model)
         labels, params = models(vals)
@@ -193,7 +192,10 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
         vals, _ = as_list(name, values)
         if name == "topology":
             raise ValueError("topology: give it as topology='ring' or 'mesh', not by number")
-        floats = [float(x) if not isinstance(x, bool) else x for x in vals]
+        if set(map(type, vals)) <= {float, int}:  # plain numbers: at once
+            floats = np.asarray(vals, dtype=float).tolist()
+        else:
+            floats = [float(x) if not isinstance(x, bool) else x for x in vals]
         check_field(name, floats)
         add(name, values, floats, {name: floats}, {"units": SI[FIELDS[name][2]]}
             if FIELDS[name][2] in SI else {})

@@ -5,7 +5,7 @@ An uncertain input is a distribution (:mod:`bandjax.distributions`: Normal, LogN
 Seeds) on one parameter: a numeric scenario field (by name, file key or ``gpu``, the GPU rate), a
 variant's fixed time (``d.<variant>`` / ``fixed_s.<variant>``) or a variant's steps to target
 (``steps.<variant>``; a variant whose rule takes them, as E' takes E's, follows through its rule).
-A :class:`bandjax.calibrate.Calibration` (or the ``multinormal`` entry a saved calibration
+A :class:`bandjax.calibration.Calibration` (or the ``multinormal`` entry a saved calibration
 writes) is a multivariate normal on the parameters it fitted (its estimate and covariance), each
 drawn on its interval's scale (:class:`bandjax.distributions.MultiNormal`); it propagates together
 with any further inputs. Without ``uncertain`` the scenario's own (``Scenario.uncertain``,
@@ -33,11 +33,12 @@ import xarray as xr
 
 from . import _jax
 from . import breakeven as _be
-from .calibrate import Calibration, with_parameters
+from .calibration import Calibration
 from .distributions import (STEPS_PREFIX, LogNormal, MultiNormal, Normal, Seeds, Uniform, _require, check_center,
                             resolve)
 from .metrics import steps_to_target, time_to_target_s
-from .scenario import Scenario
+from .parameters import with_parameters
+from .scenario import Scenario, field_table
 from .step import step_s
 
 QUANTILES = (0.05, 0.5, 0.95)
@@ -102,10 +103,11 @@ def draw(sc: Scenario, uncertain, samples: int, seed: int) -> Draws:
     uncertain = inputs(sc, uncertain)
     rng = np.random.default_rng(seed)
     names, cols, centers, blocks = [], [], [], []
+    fields = field_table()
     for key, dist in uncertain.items():
         if isinstance(dist, MultiNormal):
-            dist.check(key)
-            names += [resolve(n, sc.variants, steps=False) for n in dist.names]
+            dist.check(key, fields)
+            names += [resolve(n, sc.variants, fields=fields, steps=False) for n in dist.names]
             cols.append(dist.sample(rng, samples))
             centers += list(dist.mean)
             blocks.append(np.asarray(dist.variance))
@@ -113,9 +115,9 @@ def draw(sc: Scenario, uncertain, samples: int, seed: int) -> Draws:
         if not hasattr(dist, "sample"):
             raise ValueError(f"uncertain {key!r} = {dist!r}: expected Normal, LogNormal, Uniform, "
                              "Seeds or a Calibration")
-        dist.check(key)
-        names.append(resolve(key, sc.variants))
-        check_center(names[-1], dist)
+        dist.check(key, fields)
+        names.append(resolve(key, sc.variants, fields=fields))
+        check_center(names[-1], dist, fields)
         cols.append(np.asarray(dist.sample(rng, samples), dtype=float)[:, None])
         centers.append(dist.center)
         blocks.append(np.array([[dist.variance]]))

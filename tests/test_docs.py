@@ -73,7 +73,8 @@ def test_citation_pattern_reads_lists_and_ranges():
 
 # ------------------------------------------------------------------------------- the site
 
-PAGES = ("index", "model", "tutorial", "cli", "calibration", "results", "assumptions", "api")
+PAGES = ("index", "model", "tutorial", "cli", "calibration", "results", "assumptions", "architecture",
+         "api")
 
 
 @pytest.fixture(scope="module")
@@ -122,27 +123,10 @@ def test_model_page_math_is_left_for_mathjax(site):
     assert "$$" not in html.replace("\\$", "")  # no display formula left unconverted
 
 
-# ------------------------------------------------------------------------------ snippets
-
-NEW_API = "<!-- new-api -->"  # marks a snippet of an API that is still being built: not run
-
-
-def _python_snippets(page: str) -> list[str]:
-    """The ```python blocks of a page, in order, without those marked :data:`NEW_API`."""
-    text = (DOCS / page).read_text(encoding="utf-8")
-    blocks = re.finditer(r"(?:^(<!-- [a-z-]+ -->)\n)?^```python\n(.*?)^```$", text,
-                         flags=re.MULTILINE | re.DOTALL)
-    return [m[2] for m in blocks if m[1] != NEW_API]
-
-
-@pytest.mark.slow
-def test_tutorial_snippets_run(capsys):
-    snippets = _python_snippets("tutorial.md")
-    assert len(snippets) >= 10  # the page's current-API snippets, every part but the last
-    namespace: dict = {}
-    for number, code in enumerate(snippets, 1):
-        exec(compile(code, f"tutorial.md snippet {number}", "exec"), namespace)
-    out = capsys.readouterr().out
-    # model.md section 12: AdamW 1.63 s to target at 100 GbE; the engine at load 0 gives the
-    # closed form's AdamW step, 4.075 ms (both as the tutorial prints them)
-    assert "1.63" in out and "4.075" in out
+def test_the_index_lists_every_command_of_the_cli_page():
+    """docs/index.md's command-line row names every command docs/cli.md has a section for."""
+    commands = re.findall(r"^## (\w+)$", (DOCS / "cli.md").read_text(encoding="utf-8"), re.M)
+    row = next(line for line in (DOCS / "index.md").read_text(encoding="utf-8").splitlines()
+               if line.startswith("| [Command line](cli.md)"))
+    assert len(commands) >= 7
+    assert [c for c in commands if f"`{c}`" not in row and f"`bandjax {c}`" not in row] == []

@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -183,10 +184,17 @@ def test_random_argument_lists(capsys, argv):
         return  # a real report takes a minute; its failures are covered by test_faults.py
     if argv[:1] == ["breakeven"] and "--range" not in words and "-h" not in words:
         return
-    try:
-        run_main(argv, capsys)
-    except SystemExit:  # pragma: no cover - main never lets one through
-        raise AssertionError(argv)
+    # in a fresh folder: a list such as ["scenario", "--write", "report"] writes a file named by a
+    # relative path, which must not land in the repository
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory() as folder:
+        os.chdir(folder)
+        try:
+            run_main(argv, capsys)
+        except SystemExit:  # pragma: no cover - main never lets one through
+            raise AssertionError(argv)
+        finally:
+            os.chdir(here)
 
 
 # ------------------------------------------------------------------ the cases a user reported
@@ -194,9 +202,10 @@ def test_random_argument_lists(capsys, argv):
 def test_reported_cases(tmp_path, capsys):
     ref = reference_toml()
     msg1 = tmp_path / "msg1.toml"
-    msg1.write_text(ref.replace("message_bytes = 1000000", "message_bytes = 1"))
+    assert 'message_bytes = "1.0 MB"' in ref and 'background_bytes = "1.0 MB"' in ref
+    msg1.write_text(ref.replace('message_bytes = "1.0 MB"', "message_bytes = 1"))
     bg = tmp_path / "bg.toml"
-    bg.write_text(ref.replace("background_bytes = 1000000", "background_bytes = 1e-300"))
+    bg.write_text(ref.replace('background_bytes = "1.0 MB"', "background_bytes = 1e-300"))
     bad = tmp_path / "latin1.toml"
     bad.write_bytes('wan = "12.5 GB/s" # caf\xe9\n'.encode("latin-1"))
     fifo = tmp_path / "fifo"
@@ -269,7 +278,7 @@ def test_unreachable_scheduler(monkeypatch, capsys):
 
 def test_interrupt_is_one_line(monkeypatch, capsys):
     """Ctrl-C in a command: status 130 and one line."""
-    from bandjax.report import cli as report_cli
+    from bandjax.cli import report as report_cli
 
     def interrupted(args):
         raise KeyboardInterrupt

@@ -12,7 +12,7 @@ import pytest
 
 import bandjax
 from bandjax import uncertainty as U
-from bandjax.report import uncertainty as section
+from bandjax.report.sections import uncertainty as section
 from bandjax.report.sections import Results
 from bandjax.variants import DEFAULT_PAIRS
 

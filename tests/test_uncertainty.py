@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import bandjax
-from bandjax.calibrate import calibrate
+from bandjax.calibration import calibrate
 from bandjax import uncertainty as U
 
 REF = bandjax.reference()
@@ -288,8 +288,10 @@ def test_a_multinormal_entry_is_checked(tmp_path):
 
 def test_a_multinormal_is_described_with_units():
     from bandjax.distributions import describe
+    from bandjax.scenario import field_table
 
     dist = U.MultiNormal(["fixed_s.adamw", "wan_Bps"], [9.98e-5, 12.5e9], [[1e-10, 0.0], [0.0, 1e18]],
                          ["linear", "log"])
-    assert describe("calibration", dist) == ("calibration: correlated normal (fixed_s.adamw ~ 0.0998 ms "
-                                             "+- 0.01 ms; wan_Bps ~ 12.5 GB/s +- 1.0 GB/s)")
+    assert describe("calibration", dist, field_table()) == (
+        "calibration: correlated normal (fixed_s.adamw ~ 0.0998 ms +- 0.01 ms; "
+        "wan_Bps ~ 12.5 GB/s +- 1.0 GB/s)")

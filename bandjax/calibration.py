@@ -37,8 +37,6 @@ import dataclasses
 import io
 import math
 import os
-import sys
-import types
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,9 +47,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import distributions as _dist
-from .breakeven import scenario_parameter, with_parameters
-from .distributions import FIXED_PREFIX
-from .scenario import FIELDS, PRESETS, Scenario, reference, resolve_budget, save
+from .parameters import FIXED_PREFIX, scenario_parameter, with_parameters
+from .scenario import FIELDS, PRESETS, Scenario, field_table, reference, resolve_budget, save
 from .step import step_s
 from .units import UNITS, ScenarioError, parse
 
@@ -86,7 +83,7 @@ def numeric_fields(sc: Scenario) -> tuple[str, ...]:
 
 def dimension(name: str) -> str:
     """The dimension of a canonical parameter (a key of :data:`bandjax.units.UNITS`)."""
-    return _dist.dimension(name)
+    return _dist.dimension(name, field_table())
 
 
 def _file_keys() -> dict[str, str]:
@@ -99,7 +96,7 @@ def resolve_parameter(sc: Scenario, name: str) -> str:
     ``gpu``: the GPU rate ``gpu_peak_FLOPs``, fitted at the scenario's utilisation (the closed
     forms see only their product, so one of the two is fitted)."""
     try:
-        return _dist.resolve(name, sc.variants, steps=False)
+        return _dist.resolve(name, sc.variants, fields=field_table(), steps=False)
     except ScenarioError as e:
         raise CalibrationError(f"fit {e}" if str(e).startswith(repr(name)) else f"fit {name!r}: {e}") from None
 
@@ -860,16 +857,6 @@ def calibrate(measurements, fit: Sequence[str], scenario: Scenario | None = None
         pure_rel_sd=rows.pure_rel_sd, pure_dof=rows.pure_dof, misfit_p=misfit_p, scaled=scaled,
         warning=warning)
 
-
-class _CallableModule(types.ModuleType):
-    """This module, callable as :func:`calibrate`: ``bandjax.calibrate`` is the function, and
-    importing this submodule (which rebinds the package's attribute to the module) keeps it so."""
-
-    def __call__(self, *args, **kwargs) -> Calibration:
-        return calibrate(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = ["Calibration", "CalibrationError", "CalibrationWarning", "Problem", "Rows", "calibrate",
            "covariance", "intervals", "lack_of_fit", "predict_s", "prepare_rows", "read_rows",

@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 import sys
 import threading
-import types
 from functools import partial
 
 from . import _jax  # noqa: F401  (64-bit floats, the Scenario PyTree)
@@ -324,17 +323,3 @@ def best_over(ds: xr.Dataset, dim: str, *, wins: str | None = None) -> xr.Datase
     out.attrs = {**ds.attrs, "reduced": f"best over {dim}"}
     return out
 
-
-class _Module(types.ModuleType):
-    """This module, callable as :func:`winner`.
-
-    ``bandjax.winner`` is the function, but importing this module (``from bandjax.winner import
-    names``) binds the package attribute of the same name to the module; calling it then still
-    computes the map.
-    """
-
-    def __call__(self, *args, **kwargs) -> xr.Dataset:
-        return winner(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _Module

@@ -6,7 +6,7 @@ import sys
 
 
 def register_cli(sub) -> None:
-    from .cliargs import scenario_arg
+    from .args import scenario_arg
 
     p = sub.add_parser(
         "calibrate", help="fit scenario parameters (d per variant, GPU compute, link rates) to "
@@ -16,7 +16,7 @@ def register_cli(sub) -> None:
                     "95% interval and every row's residual, in units. FILE is a CSV or TOML "
                     "table, one row per run: variant, step time (step = '4.1 ms', or a step_ms "
                     "column; repeats as a list or ';'-separated), and the fields that differ from "
-                    "the scenario (bandwidth in GB/s, budget, model, workers_per_dc, any field).")
+                    "the scenario (bandwidth in GB/s, budget, model, topology, workers_per_dc, any field).")
     p.add_argument("file", metavar="FILE", help="measurements, .csv or .toml")
     p.add_argument("--fit", nargs="+", required=True, metavar="PARAM",
                    help="parameters to fit: d.<variant> (id or label), gpu, a scenario field "
@@ -34,8 +34,8 @@ def register_cli(sub) -> None:
 def _calibrate_cli(args) -> int:
     import warnings
 
-    from .calibrate import CalibrationError, CalibrationWarning, calibrate
-    from .cliargs import load_scenario
+    from ..calibration import CalibrationError, CalibrationWarning, calibrate
+    from .args import load_scenario
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CalibrationWarning)  # the table prints it
@@ -57,7 +57,7 @@ def main(argv=None) -> int:
     bad input."""
     import argparse
 
-    from .units import ScenarioError
+    from ..units import ScenarioError
 
     parser = argparse.ArgumentParser(prog="bandjax")
     sub = parser.add_subparsers(dest="command", required=True)
