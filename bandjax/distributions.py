@@ -12,6 +12,15 @@ a variant with steps of its own; a variant whose rule names it follows it). In a
     "fixed_s.topk" = { uniform = ["0 ms", "0.01 ms"] }     # lo, hi
     "steps.band_pluggable" = { seeds = [1800, 1650, 2010] } # one value per seed
 
+A fit's correlated estimates (``Calibration.save`` writes them) are one entry under a label of
+their own, every number SI:
+
+    [uncertain.calibration.multinormal]
+    parameters = ["gpu_peak_FLOPs", "fixed_s.adamw"]
+    mean = [49451429426596.17, 9.98e-05]
+    cov = [[1.0e24, -2.0e5], [-2.0e5, 1.0e-14]]
+    scale = ["log", "linear"]
+
 Values carry the parameter's units (a bare number is SI; steps are counts). Plain Python and
 NumPy: no jax at import (:mod:`bandjax.scenario` reads and writes the table through this module).
 
@@ -157,7 +166,7 @@ class Uniform:
 @dataclass(frozen=True)
 class Seeds:
     """Measured values (one per seed): Monte Carlo draws among them with equal weight; the delta
-    method takes their mean and sample variance."""
+    method takes the mean and variance of that same distribution (ddof 0)."""
 
     values: tuple
 
@@ -173,11 +182,110 @@ class Seeds:
 
     @property
     def variance(self):
-        return float(np.var(self.values, ddof=1))
+        # the variance of the draws (each value with weight 1/n), so that the delta method and
+        # the Monte Carlo see one spread
+        return float(np.var(self.values, ddof=0))
 
     def check(self, name, fields: Fields | None = None):
         _require(len(self.values) >= 2 and all(math.isfinite(v) for v in self.values), name,
                  f"values = {_shown(name, list(self.values), fields)!r}", "at least two finite values, one per seed")
+
+
+SCALES = ("linear", "log", "logit")
+
+
+@dataclass(frozen=True)
+class MultiNormal:
+    """Correlated parameters (a fit's estimates): a multivariate normal with mean ``mean`` and
+    covariance ``cov`` (SI units), each parameter drawn on its ``scale``:
+
+    - ``"linear"``: as it is, a draw below 0 set to 0 (every fitted parameter is >= 0);
+    - ``"log"``: log x is normal with covariance cov_ij / (mean_i mean_j) (the delta method's
+      image of ``cov``), so a positive parameter's draws stay positive;
+    - ``"logit"``: the same for a fraction in (0, 1) on log(x / (1 - x)).
+
+    ``names`` are canonical parameter names; the entry's key in ``[uncertain]`` is a label.
+    """
+
+    names: tuple
+    mean: tuple
+    cov: tuple
+    scale: tuple
+
+    def __init__(self, names, mean, cov, scale=None):
+        names = tuple(str(n) for n in names)
+        object.__setattr__(self, "names", names)
+        object.__setattr__(self, "mean", tuple(float(v) for v in mean))
+        object.__setattr__(self, "cov", tuple(tuple(float(v) for v in row) for row in np.atleast_2d(cov)))
+        object.__setattr__(self, "scale", tuple(scale) if scale is not None else ("linear",) * len(names))
+
+    def _jacobian(self) -> np.ndarray:
+        """d(search coordinate) / dx at the mean, per parameter."""
+        m = np.asarray(self.mean)
+        return np.array([1.0 if s == "linear" else 1.0 / v if s == "log" else 1.0 / (v * (1 - v))
+                         for s, v in zip(self.scale, m)])
+
+    def sample(self, rng, n):
+        """(n, parameter) draws."""
+        m, g = np.asarray(self.mean), self._jacobian()
+        center = np.array([v if s == "linear" else math.log(v) if s == "log" else math.log(v / (1 - v))
+                           for s, v in zip(self.scale, m)])
+        u = rng.multivariate_normal(center, np.asarray(self.cov) * np.outer(g, g), n)
+        out = np.empty_like(u)
+        for j, s in enumerate(self.scale):
+            out[:, j] = (np.maximum(u[:, j], 0.0) if s == "linear" else np.exp(u[:, j]) if s == "log"
+                         else 1.0 / (1.0 + np.exp(-u[:, j])))
+        return out
+
+    @property
+    def center(self):
+        return np.asarray(self.mean)
+
+    @property
+    def variance(self):
+        return np.asarray(self.cov)
+
+    @property
+    def values(self):
+        return self.mean
+
+    def check(self, name, fields: Fields | None = None):
+        k = len(self.names)
+        cov = np.asarray(self.cov)
+        _require(k >= 1 and len(self.mean) == k and cov.shape == (k, k) and len(self.scale) == k, name,
+                 f"{k} parameters, {len(self.mean)} means, a {cov.shape} cov and {len(self.scale)} scales",
+                 "one mean, one scale and one row and column of cov per parameter")
+        _require(all(s in SCALES for s in self.scale), name, f"scale = {list(self.scale)!r}",
+                 f"one of {', '.join(SCALES)} per parameter")
+        _require(bool(np.all(np.isfinite(cov))) and np.allclose(cov, cov.T, rtol=1e-9, atol=0), name,
+                 "cov is not finite and symmetric (a fit that does not identify its parameters has "
+                 "no covariance)", "a finite symmetric matrix")
+        _require(bool(np.all(np.linalg.eigvalsh(cov) >= -1e-9 * max(np.abs(np.diag(cov)).max(), 1e-300))),
+                 name, "cov has a negative eigenvalue", "positive semi-definite")
+        for n, s, v in zip(self.names, self.scale, self.mean):
+            ok = v >= 0 if s == "linear" else v > 0 if s == "log" else 0 < v < 1
+            _require(math.isfinite(v) and ok, name, f"mean of {n} = {v!r} on scale {s!r}",
+                     ">= 0 (linear), > 0 (log) or in (0, 1) (logit)")
+
+
+def _multinormal_from_table(where: str, spec, registry, fields: Fields) -> MultiNormal:
+    keys = {"parameters", "mean", "cov", "scale"}
+    if not (isinstance(spec, dict) and {"parameters", "mean", "cov"} <= set(spec) <= keys):
+        raise ScenarioError(f"{where} = {spec!r}: expected multinormal = {{ parameters = [names], "
+                            "mean = [SI values], cov = [[SI^2 values], ...], scale = [linear|log|logit] }")
+    names = []
+    for n in spec["parameters"]:
+        try:
+            names.append(resolve(str(n), registry, fields=fields, steps=False))
+        except ScenarioError as e:
+            raise ScenarioError(f"{where}.parameters: {e}") from None
+    try:
+        mean = [float(v) for v in spec["mean"]]
+        cov = np.asarray(spec["cov"], dtype=float)
+    except (TypeError, ValueError):
+        raise ScenarioError(f"{where}: mean and cov must be numbers (SI units), cov a list of "
+                            "rows") from None
+    return MultiNormal(names, mean, cov, spec.get("scale"))
 
 
 # kind in a file -> (class, the dimension of each value: "" the parameter's, "count" bare)
@@ -272,6 +380,11 @@ def from_table(table, registry: tuple = _variants.VARIANTS, *, fields: Fields) -
     out = []
     for key, entry in table.items():
         where = f"[{SECTION}] {key}"
+        if isinstance(entry, dict) and list(entry) == ["multinormal"]:
+            dist = _multinormal_from_table(f"{where}.multinormal", entry["multinormal"], registry, fields)
+            dist.check(key, fields)
+            out.append((key, dist))
+            continue
         try:
             name = resolve(key, registry, fields=fields)
         except ScenarioError as e:
@@ -289,16 +402,28 @@ def from_table(table, registry: tuple = _variants.VARIANTS, *, fields: Fields) -
         dist.check(key, fields)
         check_center(name, dist, fields)
         out.append((name, dist))
-    names = [n for n, _ in out]
+    names = parameters(out)
     if len(set(names)) != len(names):
-        raise ScenarioError(f"[{SECTION}]: a parameter is given twice among {', '.join(table)}")
+        raise ScenarioError(f"[{SECTION}]: a parameter is given twice among {', '.join(names)}")
     return tuple(out)
+
+
+def parameters(uncertain) -> list[str]:
+    """Every parameter that ``uncertain`` ((key, distribution), ...) makes uncertain, in order."""
+    out = []
+    for name, dist in uncertain:
+        out += list(dist.names) if isinstance(dist, MultiNormal) else [name]
+    return out
 
 
 def to_table(uncertain: tuple, fields: Fields) -> dict:
     """The ``[uncertain]`` table of ``uncertain`` (the inverse of :func:`from_table`)."""
     out = {}
     for name, dist in uncertain:
+        if isinstance(dist, MultiNormal):
+            out[name] = {"multinormal": {"parameters": list(dist.names), "mean": list(dist.mean),
+                                         "cov": [list(r) for r in dist.cov], "scale": list(dist.scale)}}
+            continue
         kind = _KIND_OF[type(dist)]
         dims = KINDS[kind][1] or ("",) * len(dist.values)
         out[name] = {kind: [format_quantity(v, d or dimension(name, fields))
@@ -308,6 +433,12 @@ def to_table(uncertain: tuple, fields: Fields) -> dict:
 
 def describe(name: str, dist, fields: Fields) -> str:
     """``wan_Bps ~ normal(12.5 GB/s, 1 GB/s)``: the parameter and its distribution, with units."""
+    if isinstance(dist, MultiNormal):
+        sd = np.sqrt(np.diag(np.asarray(dist.cov)))
+        parts = [f"{n} ~ {format_quantity(float(m), dimension(n, fields))} +- "
+                 f"{format_quantity(float(e), dimension(n, fields))}"
+                 for n, m, e in zip(dist.names, dist.mean, sd)]
+        return f"{name}: correlated normal ({'; '.join(parts)})"
     kind = _KIND_OF[type(dist)]
     dims = KINDS[kind][1] or ("",) * len(dist.values)
     shown = [format_quantity(v, d or dimension(name, fields)) for v, d in zip(dist.values, dims)]
@@ -319,6 +450,12 @@ def describe(name: str, dist, fields: Fields) -> str:
 def check(uncertain: tuple, registry: tuple, fields: Fields) -> None:
     """Every parameter of ``uncertain`` exists in ``registry`` and its values are allowed."""
     for name, dist in uncertain:
+        if isinstance(dist, MultiNormal):
+            for n in dist.names:
+                if resolve(n, registry, fields=fields, steps=False) != n:
+                    raise ScenarioError(f"[{SECTION}] {name}: {n} is not a canonical parameter name")
+            dist.check(name, fields)
+            continue
         if resolve(name, registry, fields=fields) != name:
             raise ScenarioError(f"[{SECTION}] {name}: not a canonical parameter name")
         dist.check(name, fields)

@@ -137,7 +137,13 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
     if bandwidth is not None:
         vals, _ = as_list("bandwidth", bandwidth)
         gbps = positive("bandwidth", vals, "GB/s")
-        add("bandwidth", bandwidth, gbps, {"wan_Bps": (np.asarray(gbps) * 1e9).tolist()})
+        with np.errstate(over="ignore"):
+            bps = np.asarray(gbps) * 1e9
+        if not np.all(np.isfinite(bps)):
+            bad = vals[int(np.argmin(np.isfinite(bps)))]
+            raise ValueError(f"bandwidth = {bad!r}: must be a finite number > 0 GB/s whose B/s is "
+                             f"finite (at most {np.finfo(float).max / 1e9:.3g} GB/s)")
+        add("bandwidth", bandwidth, gbps, {"wan_Bps": bps.tolist()})
     enobs = [float(sc.enob)]
     if enob is not None:
         vals, _ = as_list("enob", enob)

@@ -73,7 +73,8 @@ def test_citation_pattern_reads_lists_and_ranges():
 
 # ------------------------------------------------------------------------------- the site
 
-PAGES = ("index", "model", "tutorial", "cli", "results", "assumptions", "architecture", "api")
+PAGES = ("index", "model", "tutorial", "cli", "calibration", "results", "assumptions", "architecture",
+         "api")
 
 
 @pytest.fixture(scope="module")

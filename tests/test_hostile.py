@@ -170,6 +170,14 @@ def test_random_wan_arguments(capsys, data, tmp_path_factory):
     run_main(argv, capsys)
 
 
+def test_a_bandwidth_whose_bytes_a_second_overflow_is_refused(capsys):
+    """1e300 GB/s is a finite float, but 1e309 B/s is not: one line naming the value and the most
+    allowed (the largest float over 1e9), not a traceback from the overflow."""
+    rc, err = run_main(["wan", "--scheduler", "inline", "--bandwidth", "1e300", "--steps", "2",
+                        "--variant", "adamw"], capsys)
+    assert rc == 2 and "bandwidth = 1e+300" in err and "at most 1.8e+299 GB/s" in err
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(argv=st.lists(st.sampled_from(
     ["scenario", "report", "explore", "wan", "breakeven", "adamw", "topk", "--range", "10", "1",

@@ -10,9 +10,12 @@ results.json gains ``uncertainty``:
 - with uncertain inputs: ``inputs`` (each with its distribution, in units), ``samples``, ``seed``
   and ``break_even_GBps``: per compared pair (:data:`bandjax.variants.DEFAULT_PAIRS`) and basis,
   the bandwidth break-even's 5%, 50% and 95% quantiles by Monte Carlo and by the delta method
-  (GB/s; ``point``: the scenario's own, ``delta_method_centre``: at the inputs' means), the share
-  of samples that cross in range, and ``p_a_wins``, the probability that a
-  reaches the target first, aligned with ``bandwidth_GBps``.
+  (GB/s; ``point``: the scenario's own, ``delta_method_centre``: at the inputs' means), the Monte
+  Carlo quantiles' Bowley ``skewness`` and whether it is ``skewed`` (beyond
+  :data:`bandjax.uncertainty.SKEWED` in size: the delta method's symmetric interval then
+  misplaces the mass, and the Monte Carlo interval is shown first), the share of samples that
+  cross in range, and ``p_a_wins``, the probability that a reaches the target first, aligned with
+  ``bandwidth_GBps``.
 """
 
 from __future__ import annotations
@@ -123,6 +126,7 @@ def build(sc: Scenario, ctx: dict) -> Uncertainty:
                     "point": float(break_even(sc, a, b, basis=basis).x[..., 0]) / 1e9,
                     "delta_method_centre": r.nominal_GBps,
                     "monte_carlo_5_50_95": [float(x) for x in r.quantiles_GBps],
+                    "skewness": r.skewness, "skewed": r.skewed,
                     "delta_method_5_50_95": [float(x) for x in r.delta_GBps],
                     "crossing_share": r.crossing_share,
                     "p_a_wins": [float(x) for x in r.p_a_wins]})
@@ -131,6 +135,27 @@ def build(sc: Scenario, ctx: dict) -> Uncertainty:
 
 def _interval(q) -> str:
     return "-" if q[0] is None else f"{q[0]:.3g} to {q[2]:.3g} GB/s"
+
+
+def _mc_first(e: dict) -> bool:
+    """Whether a pair's Monte Carlo interval is the one to show first: where its quantiles are
+    skewed (the delta method's symmetric interval misplaces them) or the delta method has none."""
+    return bool(e.get("skewed")) or None in e["delta_method_5_50_95"]
+
+
+def intervals_in_order(e: dict, interval=_interval) -> tuple[str, str]:
+    """A pair's two 5% to 95% break-even intervals as (first, second), each labelled with its
+    method: the Monte Carlo's first where :func:`_mc_first`, else the delta method's; a skewed
+    pair's delta interval is marked symmetric and its Monte Carlo one carries the skewness."""
+    mc, dm = e["monte_carlo_5_50_95"], e["delta_method_5_50_95"]
+    if None in mc and None in dm:
+        return "-", "-"  # no sample crosses in the searched range
+    if e.get("skewed"):
+        mc_words = f"Monte Carlo: {interval(mc)} (skewed, {e['skewness']:+.2f})"
+        dm_words = f"delta method, symmetric: {interval(dm)}"
+    else:
+        mc_words, dm_words = f"Monte Carlo: {interval(mc)}", f"delta method: {interval(dm)}"
+    return (mc_words, dm_words) if _mc_first(e) else (dm_words, mc_words)
 
 
 def _range(bw) -> str:
@@ -177,14 +202,16 @@ def markdown(results: Results | dict) -> str:
             + "; ".join(f"`{i}`" for i in r.inputs) + ".", ""]
     if weak:
         out += ["Single-seed steps: " + "; ".join(weak) + ".", ""]
-    out += ["Bandwidth break-evens, GB/s per WAN direction: the 5% to 95% interval by Monte Carlo, "
-            "with the delta method's beside it.", "",
-            "| pair | basis | point | MC median | MC 5% to 95% | delta 5% to 95% | samples crossing |",
+    out += ["Bandwidth break-evens, GB/s per WAN direction: the 5% to 95% interval by the delta "
+            "method and by Monte Carlo. Where the Monte Carlo quantiles are skewed, the delta "
+            "method's symmetric interval misplaces them, so the Monte Carlo interval comes first.", "",
+            "| pair | basis | point | MC median | 5% to 95% | the other method's 5% to 95% | "
+            "samples crossing |",
             "|---|---|---|---|---|---|---|"]
     for e in r.break_even_GBps:
-        mc, dm = e["monte_carlo_5_50_95"], e["delta_method_5_50_95"]
+        first, second = intervals_in_order(e)
         out.append(f"| {short[e['a']]} vs {short[e['b']]} | {e['basis'] or 'either'} | "
-                   f"{_g(e['point'])} | {_g(mc[1])} | {_interval(mc)} | {_interval(dm)} | "
+                   f"{_g(e['point'])} | {_g(e['monte_carlo_5_50_95'][1])} | {first} | {second} | "
                    f"{100 * e['crossing_share']:.0f}% |")
     bw = r.bandwidth_GBps
     picks = [i for i, b in enumerate(bw) if b in (0.1, 1.0, 12.5, 100.0, 1000.0)]
@@ -209,6 +236,10 @@ def _mc(e: dict):
     """(5%, 50%, 95%) of a pair's Monte Carlo break-evens, GB/s, or None where no sample crossed."""
     q = e["monte_carlo_5_50_95"]
     return None if any(x is None for x in q) else tuple(float(x) for x in q)
+
+
+def _page_interval(q) -> str:
+    return "-" if None in q else f"{g3(q[0])} to {g3(q[2])} GB/s"
 
 
 def _uncertainty_words(u: Uncertainty, basis: str) -> list[str]:
@@ -263,14 +294,11 @@ def uncertainty_view(sc: Scenario, results: Results | dict | None) -> View:
                               "hi": _num(q[2]), "p": 0.5})
     view.data = {"p_wins": rows, "intervals": intervals, "wan_GBps": _num(u.wan_GBps),
                  "pairs": list(dict.fromkeys(r["pair"] for r in rows))}
-    view.table = {"columns": ["pair", "basis", "break-even (point)", "Monte Carlo 5% to 95%",
-                              "delta method 5% to 95%", "samples crossing"],
+    view.table = {"columns": ["pair", "basis", "break-even (point)", "5% to 95%",
+                              "the other method's 5% to 95%", "samples crossing"],
                   "rows": [[_pair(e), e["basis"] or "either",
                             "-" if e["point"] is None else fmt_GBps(e["point"]),
-                            "-" if _mc(e) is None else
-                            f"{g3(_mc(e)[0])} to {g3(_mc(e)[2])} GB/s",
-                            "-" if None in e["delta_method_5_50_95"] else
-                            f"{g3(e['delta_method_5_50_95'][0])} to {g3(e['delta_method_5_50_95'][2])} GB/s",
+                            *intervals_in_order(e, _page_interval),
                             f"{100 * e['crossing_share']:.0f}%"] for e in u.break_even_GBps],
                   "nowrap": [2, 3, 4],
                   "caption": (f"Bandwidth break-evens per WAN direction under the uncertain inputs "
