@@ -23,7 +23,7 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SECTIONS = ("bandwidth", "stages", "breakeven", "shared_wan", "model", "sync_h", "energy", "cluster",
-            "uncertainty")
+            "uncertainty", "need")
 
 
 def fake_results(sc, reference_results: dict) -> dict:
@@ -88,9 +88,11 @@ def ref_views(sweeps):
 
 
 def full_results(sc, reference_results: dict) -> dict:
-    """fake_results with the reference report's core, headline, cluster and uncertainty sections."""
+    """fake_results with the reference report's core, headline, cluster, uncertainty and need
+    sections."""
     return {**fake_results(sc, reference_results), **{
-        k: reference_results[k] for k in (*Core.keys(), "headline", "cluster", "uncertainty")}}
+        k: reference_results[k] for k in (*Core.keys(), "headline", "cluster", "uncertainty",
+                                          "need")}}
 
 
 def _at(rows, vid, i, **sel):
@@ -336,8 +338,9 @@ def test_cli_writes_the_page(tmp_path, monkeypatch, capsys, sweeps):
     assert asked == [bj.reference()]
     page = tmp_path / "explorer.html"
     assert "wrote" in capsys.readouterr().out and page.stat().st_size > 1e5
-    # break-evens (3 parts), shared WAN, load-0 dots, your cluster, the headline, how sure
-    assert page.read_text().count("Not available yet.") == 8
+    # break-evens (3 parts), shared WAN, load-0 dots, your cluster, the headline, how sure, what
+    # bandwidth each method needs
+    assert page.read_text().count("Not available yet.") == 9
 
 
 def test_cli_rejects_a_bad_scenario(tmp_path, capsys):
@@ -412,7 +415,7 @@ def test_page_in_browser_offline(browser, pages, tmp_path):
                                                        "sync_h", "energy")}
         for cid, c in charts.items():
             assert c["w"] > 300 and c["h"] > 200 and c["marks"] >= 3, (cid, c)
-        assert page.locator("p.missing").count() == 8  # as in test_cli_writes_the_page
+        assert page.locator("p.missing").count() == 9  # as in test_cli_writes_the_page
         # pressing play sweeps the bandwidth: the readout and the marker move
         before = page.inner_text("#readout-bandwidth")
         assert "Winner at 12.5 GB/s: top-k (0.925 s" in before

@@ -335,7 +335,8 @@ def need_chart(view: View, sc: Scenario, interactive: bool = False):
         width="container" if interactive else WIDTH, height=HEIGHT,
         title=f"Compute utilisation against WAN bandwidth; dots: the bandwidth for {pct(WORDS_AT)}")
     datasets = {k: d[k] for k in ("curves", "needs", "scenario", "target")}
-    return _finish(chart), datasets
+    # on the page the legend goes below the chart, which takes the section's width
+    return _finish(chart, legend="bottom" if interactive else "right"), datasets
 
 
 def view(sc: Scenario, results: Results, sw, views: dict[str, View]) -> View:
