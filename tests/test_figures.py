@@ -32,7 +32,7 @@ def test_figures_written_whole(written):
     results = json.loads((out / "results.json").read_text())
     ids = [e["id"] for e in results["figures"]]
     assert ids == ["bandwidth", "stages", "breakeven", "shared_wan_steps",
-                   "shared_wan_trace", "model", "sync_h", "energy", "cluster"]
+                   "shared_wan_trace", "model", "sync_h", "energy", "cluster", "need"]
     for e in results["figures"]:
         svg = (out / e["svg"]).read_text()
         png = (out / e["png"]).read_bytes()
