@@ -287,7 +287,7 @@ def need_view(sc: Scenario, results: Results | dict | None) -> View:
         "range_GBps": list(r.range_GBps),
     }
     cols, rows = _table(r)
-    view.table = {"columns": cols, "rows": rows, "nowrap": list(range(4, len(cols))),
+    view.table = {"columns": cols, "rows": rows, "nowrap": [0, *range(4, len(cols))],
                   "caption": "WAN bandwidth per directed link each variant needs for each compute-"
                              "utilisation target, GB/s (Gbit/s); the last column is the "
                              "utilisation at the scenario's bandwidth."}
