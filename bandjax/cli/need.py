@@ -35,7 +35,7 @@ def check_need_args(args) -> None:
                          "0 < LO < HI")
 
 
-def status_text(status: str, cap: str, GBps: float, lo: float, hi: float) -> str:
+def status_text(status: str, cap: str, lo: float, hi: float) -> str:
     """One needed bandwidth's status in words."""
     if status == "reached":
         return "reached"
@@ -86,7 +86,7 @@ def _need(args) -> int:
             gbit = "-" if math.isnan(g) else f"{8 * g:.4g}"
             target = f"{100 * u:g}%"
             print(f"{vid:<22} {h:>5g} {v.fragments:>3d} {v.delay:>3d} {target:>7} {num:>10} "
-                  f"{gbit:>10}  {status_text(status[i, k], cap[i, k], g, lo, hi)}")
+                  f"{gbit:>10}  {status_text(status[i, k], cap[i, k], lo, hi)}")
     print("assumed: syncing every H steps does not change steps to target (the needed bandwidth "
           "uses none)")
     delayed = [f"{vid} (tau = {sc.variant(vid).delay})" for vid in ids
