@@ -264,3 +264,64 @@ def test_wan_help_states_the_report_defaults(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert f"(default: the report's, {' '.join(f'{x:g}' for x in value['LOADS'])})" in text
     assert f"(default: the report's, {value['STEPS']})" in text
+
+
+@pytest.fixture
+def no_need(monkeypatch):
+    """Every needed-bandwidth computation raises _Searched: an argument error must come before."""
+    import bandjax.need as need
+
+    def searched(*args, **kwargs):
+        raise _Searched
+
+    monkeypatch.setattr(need, "required_bandwidth", searched)
+
+
+@pytest.mark.parametrize("argv, fragments", [
+    (["--utilisation", "1"], ["--utilisation 1:", "(0, 1)"]),
+    (["--utilisation", "0.9", "0"], ["--utilisation 0:", "(0, 1)"]),
+    (["--utilisation", "nan"], ["--utilisation nan:", "(0, 1)"]),
+    (["--utilisation", "0.9", "0.9"], ["--utilisation 0.9 0.9", "given twice"]),
+    (["--range", "10", "1"], ["--range 10 1 GB/s", "0 < LO < HI"]),
+    (["--range", "0", "10"], ["--range 0 10 GB/s", "positive"]),
+    (["--range", "1", "inf"], ["--range 1 inf GB/s", "finite"]),
+    (["--variant", "nope"], ["--variant nope", "not known", "diloco (DiLoCo)"]),
+    (["--variant", "E", "band_pluggable"], ["band_pluggable given twice"]),
+])
+def test_need_arguments_are_checked_before_any_work(no_need, capsys, argv, fragments):
+    assert main(["need", *argv]) == EXIT_ERROR
+    assert "Traceback" not in _one_error_line(capsys, "bandjax need: error:", *fragments)
+
+
+def test_need_prints_the_needed_bandwidth_with_its_status(capsys):
+    """The printed GB/s and Gbit/s are bandjax.required_bandwidth's (4 significant digits); the
+    reference scenario shows each status: E is capped by its module, the FP4 sync's 50% is met at
+    the range's bottom, DiLoCo's 90% is reached. A method of the pack is named without --methods."""
+    assert main(["need", "--utilisation", "0.5", "0.9", "--variant", "E", "streaming_diloco_fp4",
+                 "diloco"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    sc = bandjax.reference().with_variants(bandjax.METHODS)
+    ds = bandjax.required_bandwidth(sc, [0.5, 0.9], variant=["diloco", "streaming_diloco_fp4"])
+    rows = {(line.split()[0], line.split()[4]): line for line in out[2:]
+            if not line.startswith("assumed")}
+    assert set(rows) == {(v, u) for v in ("band_pluggable", "streaming_diloco_fp4", "diloco")
+                         for u in ("50%", "90%")}
+    g = float(ds.required_bandwidth_GBps.sel(variant="diloco", utilisation=0.9))
+    assert rows["diloco", "90%"].split()[5:8] == [f"{g:.4g}", f"{8 * g:.4g}", "reached"]
+    assert rows["diloco", "90%"].split()[1:4] == ["100", "1", "0"]  # H, F, tau
+    assert rows["streaming_diloco_fp4", "50%"].split()[5:] == [
+        "0.1", "0.8", "below", "the", "range:", "met", "at", "0.1", "GB/s", "already"]
+    assert rows["band_pluggable", "90%"].endswith(
+        "-  not reachable at any bandwidth: capped by the module stages")
+    assert out[0].startswith("WAN bandwidth per directed link") and "0.1 to 1000 GB/s" in out[0]
+    assert "GB/s" in out[1] and "Gbit/s" in out[1]
+    assert any(line.startswith("assumed: syncing every H steps does not change steps") for line in out)
+    assert any("streaming_diloco_fp4 (tau = 1)" in line for line in out if line.startswith("assumed"))
+
+
+def test_need_methods_adds_the_pack(capsys):
+    assert main(["need", "--utilisation", "0.9", "--methods", "--range", "0.01", "10"]) == 0
+    out = capsys.readouterr().out
+    names = [line.split()[0] for line in out.splitlines()[2:] if not line.startswith("assumed")]
+    assert names == [*bandjax.reference().ids, *(m.id for m in bandjax.METHODS)]
+    assert "0.01 to 10 GB/s" in out

@@ -23,7 +23,7 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SECTIONS = ("bandwidth", "stages", "breakeven", "shared_wan", "model", "sync_h", "energy", "cluster",
-            "uncertainty")
+            "uncertainty", "need")
 
 
 def fake_results(sc, reference_results: dict) -> dict:
@@ -88,9 +88,11 @@ def ref_views(sweeps):
 
 
 def full_results(sc, reference_results: dict) -> dict:
-    """fake_results with the reference report's core, headline, cluster and uncertainty sections."""
+    """fake_results with the reference report's core, headline, cluster, uncertainty and need
+    sections."""
     return {**fake_results(sc, reference_results), **{
-        k: reference_results[k] for k in (*Core.keys(), "headline", "cluster", "uncertainty")}}
+        k: reference_results[k] for k in (*Core.keys(), "headline", "cluster", "uncertainty",
+                                          "need")}}
 
 
 def _at(rows, vid, i, **sel):
@@ -336,8 +338,9 @@ def test_cli_writes_the_page(tmp_path, monkeypatch, capsys, sweeps):
     assert asked == [bj.reference()]
     page = tmp_path / "explorer.html"
     assert "wrote" in capsys.readouterr().out and page.stat().st_size > 1e5
-    # break-evens (3 parts), shared WAN, load-0 dots, your cluster, the headline, how sure
-    assert page.read_text().count("Not available yet.") == 8
+    # break-evens (3 parts), shared WAN, load-0 dots, your cluster, the headline, how sure, what
+    # bandwidth each method needs
+    assert page.read_text().count("Not available yet.") == 9
 
 
 def test_cli_rejects_a_bad_scenario(tmp_path, capsys):
@@ -412,7 +415,7 @@ def test_page_in_browser_offline(browser, pages, tmp_path):
                                                        "sync_h", "energy")}
         for cid, c in charts.items():
             assert c["w"] > 300 and c["h"] > 200 and c["marks"] >= 3, (cid, c)
-        assert page.locator("p.missing").count() == 8  # as in test_cli_writes_the_page
+        assert page.locator("p.missing").count() == 9  # as in test_cli_writes_the_page
         # pressing play sweeps the bandwidth: the readout and the marker move
         before = page.inner_text("#readout-bandwidth")
         assert "Winner at 12.5 GB/s: top-k (0.925 s" in before
@@ -570,6 +573,57 @@ def test_page_draws_the_probability_of_winning(browser, pages, tmp_path, referen
         bars = page.evaluate("() => SPECS.uncertainty.datasets.intervals.filter(r => r.p === 0.5).length")
         assert bars == sum(1 for e in u["break_even_GBps"] if e["monte_carlo_5_50_95"][0] is not None)
         _artifact(tmp_path, page, "explorer-uncertainty.png")
+        assert log["errors"] == [] and log["requests"] == []
+    finally:
+        page.close()
+
+
+def test_page_shows_what_bandwidth_each_method_needs(browser, pages, tmp_path, reference_report):
+    """The section's chart renders with its units, its table holds the section's typed numbers and
+    its words are on the page. Reference: the reference report's own section (results.json)."""
+    from bandjax.report.sections import need
+
+    r = Results.of(reference_report[1]).need
+    page, log = _open(browser, pages["full"])
+    try:
+        chart = _charts_render(page)["chart-need"]
+        # a line per variant, at least
+        assert chart["w"] > 300 and chart["h"] > 200 and chart["marks"] >= len(r.variants), chart
+        svg = page.inner_text("#chart-need")
+        for words in ("WAN bandwidth per directed link (GB/s, log)",
+                      "compute utilisation (GPU compute / step, %)", "90%", "100%",
+                      "scenario: 12.5 GB/s (100 Gbit/s)", "90% target", "S-DiLoCo FP4", "DiLoCo"):
+            assert words in svg, words
+        # the curves and dots drawn are the section's numbers
+        drawn = page.evaluate("() => SPECS.need.datasets.curves.filter(r => r.variant === 'diloco')"
+                              ".map(r => r.cu)")
+        assert drawn == pytest.approx([u for u in r.compute_utilisation["diloco"] if u is not None],
+                                      abs=1e-12)
+        dots = page.evaluate("() => document.querySelectorAll('#chart-need g.mark-symbol.role-mark path')"
+                             ".length")
+        i = r.utilisation.index(need.WORDS_AT)
+        assert dots == sum(s[i] == "reached" for s in r.status.values()) >= 1
+        # the table: a row per variant, a cell per target, equal to the typed result's
+        cells = page.evaluate("""() => [...document.querySelectorAll('#need table.data tbody tr')]
+            .map(tr => [...tr.querySelectorAll('td')].map(td => td.textContent))""")
+        assert [row[0] for row in cells] == [v["short"] for v in r.variants.values()]
+        for row, (vid, v) in zip(cells, r.variants.items()):
+            assert row[1:4] == [f"{v['sync_every']:g}", str(v["fragments"]), str(v["delay"])]
+            for j, u in enumerate(r.utilisation):
+                text, GBps = row[4 + j], r.required_GBps[vid][j]
+                if r.status[vid][j] == "not_reachable":
+                    assert text.startswith("not reachable: ") and GBps is None, (vid, u, text)
+                    continue
+                shown = float(text.removeprefix("below ").split(" GB/s")[0].replace(",", ""))
+                assert shown == pytest.approx(GBps, rel=5e-3), (vid, u, text)
+                assert text.endswith(f"({common.g3(8 * GBps)} Gbit/s)"), (vid, u, text)
+        assert page.inner_text("#need table.data thead").split("\t")[4:9] == [
+            "for 50%", "for 80%", "for 90%", "for 95%", "for 99%"]
+        # the conclusions and the delay assumption are on the page
+        text = page.inner_text("#need")
+        assert r.conclusions and all(c in text for c in r.conclusions)
+        assert "S-DiLoCo FP4 (tau = 1 step), is assumed not to change steps to target" in text
+        _artifact(tmp_path, page, "explorer-need.png")
         assert log["errors"] == [] and log["requests"] == []
     finally:
         page.close()

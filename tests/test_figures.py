@@ -32,7 +32,7 @@ def test_figures_written_whole(written):
     results = json.loads((out / "results.json").read_text())
     ids = [e["id"] for e in results["figures"]]
     assert ids == ["bandwidth", "stages", "breakeven", "shared_wan_steps",
-                   "shared_wan_trace", "model", "sync_h", "energy", "cluster"]
+                   "shared_wan_trace", "model", "sync_h", "energy", "cluster", "need"]
     for e in results["figures"]:
         svg = (out / e["svg"]).read_text()
         png = (out / e["png"]).read_bytes()
@@ -78,8 +78,9 @@ def test_missing_results_are_named_in_the_markdown(tmp_path, reference_report):
     ctx = {"out": tmp_path, "sweeps": reference_report[3]}  # no section built before
     res = report._json_ready(figure_files.build(bj.reference(), ctx).to_json())
     md = figure_files.markdown(res)
-    # break-evens (3 parts), shared WAN, load-0 dots, your cluster, how sure
-    assert md.count("*Not available yet:*") == 7
+    # break-evens (3 parts), shared WAN, load-0 dots, your cluster, how sure, what bandwidth each
+    # method needs
+    assert md.count("*Not available yet:*") == 8
     assert "results key cluster" in md and "results key uncertainty" in md
     ids = [e["id"] for e in res["figures"]]
     assert "shared_wan_trace" not in ids and "cluster" not in ids

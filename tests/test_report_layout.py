@@ -55,7 +55,7 @@ def test_a_section_is_one_module_and_one_list_entry(fixture_section, monkeypatch
     assert typed.fixture_steps.step_ms == results["fixture_steps"]["step_ms"]
     page = explorer.page(sc, typed, sweeps)
     section = page.split('<section id="fixture_steps">')[1].split("</section>")[0]
-    assert "<h2>10. Fixture steps</h2>" in section  # after the nine sections of the study
+    assert "<h2>11. Fixture steps</h2>" in section  # after the report's ten sections
     assert '<div id="chart-fixture_steps" class="chart"></div>' in section
     assert "<th>step (ms)</th>" in section and f"<td>{core['adamw']['free']:.6g}</td>" in section
     specs = json.loads(page.split("const SPECS = ")[1].split(";\nconst SIGNALS_OF")[0])
@@ -113,7 +113,7 @@ def test_every_section_module_keeps_the_interface():
     assert len(set(keys)) == len(keys)
     assert [m.KEY for m in sections.page_order()] == [
         "bandwidth", "stages", "breakeven", "shared_wan", "model", "sync_h", "energy", "cluster",
-        "uncertainty"]
+        "uncertainty", "need"]
 
 
 def test_a_test_section_leaves_no_trace(fixture_section, reference_report):

@@ -52,12 +52,13 @@ from __future__ import annotations
 from . import common  # isort: skip
 from . import core  # isort: skip
 from . import bandwidth, stages, breakeven, cluster, shared_wan  # isort: skip
-from . import model, sync_h, energy, uncertainty, headline  # isort: skip
+from . import model, sync_h, energy, uncertainty, need, headline  # isort: skip
 from .breakeven import BreakEvens
 from .cluster import Cluster
 from .common import Results, Section, View
 from .core import Core
 from .headline import Headline
+from .need import Need
 from .shared_wan import SharedWan
 from .uncertainty import Uncertainty
 
@@ -72,6 +73,7 @@ SECTIONS = (
     sync_h,
     energy,
     uncertainty,
+    need,
     headline,  # after the sections it reads; first in results.md (LEAD)
 )
 
@@ -94,4 +96,4 @@ def __getattr__(name):
 
 
 __all__ = ["SECTIONS", "Results", "Section", "View", "BreakEvens", "Cluster", "Core", "Headline",
-           "SharedWan", "Uncertainty", "page_order"]
+           "Need", "SharedWan", "Uncertainty", "page_order"]
