@@ -38,6 +38,7 @@ from . import variants as _v
 from .metrics import time_to_target_s
 from .roots import A_WINS, B_WINS, CROSSES, NEITHER, NOT_AVAILABLE, STATUS_NAMES, TIE, Crossings
 from .distributions import FIXED_PREFIX
+from .links import scaling_note
 from .scenario import BASES, FIELDS, Scenario
 from .step import COMPONENTS, STAGES, budget_break_even_FLOPs, col, comm_parts_s, module_stages_s, step_s, sum_parts
 
@@ -188,9 +189,18 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
       lo_Bps, hi_Bps: the searched range, B/s.
       implicit: as in :func:`bandjax.roots.find_crossings` (``False``: values only).
 
+    With per-link values (``sc.links``) a mesh's WAN term is the largest of several links' terms,
+    not affine in 1/B once their latencies differ; the search then re-evaluates the closed forms
+    at each trial bandwidth (:func:`field_crossings` over ``wan_Bps``, every link scaled in
+    proportion).
+
     Returns:
       :class:`bandjax.roots.Crossings` with ``x`` in B/s; differentiable in ``sc`` and the steps.
     """
+    if sc.links is not None:
+        return _field_crossings(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps,
+                                parameters(sc).index("wan_Bps"), grid=grid, max_roots=max_roots,
+                                implicit=implicit)
     comm_parts = comm_parts_s(sc)
     comm = sum_parts(comm_parts)
     c = jnp.asarray(sc.gpu_compute_s)
@@ -333,6 +343,7 @@ class BreakEven:
     status: np.ndarray
     steps_a: np.ndarray
     steps_b: np.ndarray
+    links_scaling: str | None = None  # with per-link values: how the searched leaf scales them
 
     def at(self, index=()) -> dict:
         """One grid point's answer: crossings, the winner on each side, and the status name."""
@@ -400,6 +411,9 @@ def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
       samples, seed, uncertain: with ``samples``, the bandwidth break-even under uncertain inputs
         (``uncertain``, else the scenario's own): :func:`bandjax.uncertainty.propagate_break_even`.
 
+    With per-link values (``sc.links``) ``bandwidth`` is the slowest link's and ``wan_latency_s``
+    the longest link's: every link scales in proportion, which ``links_scaling`` says.
+
     Returns:
       :class:`BreakEven` (numpy arrays); with ``samples``, a
       :class:`bandjax.uncertainty.BreakEvenUncertainty`.
@@ -435,7 +449,8 @@ def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
     return BreakEven(a=a, b=b, basis=basis, over=over, parameter=parameter, units=units,
                      lo=lo, hi=hi, x=np.asarray(c.x), a_wins_below=np.asarray(c.a_wins_below),
                      count=np.asarray(c.count), status=np.asarray(c.status),
-                     steps_a=steps[0], steps_b=steps[1])
+                     steps_a=steps[0], steps_b=steps[1],
+                     links_scaling=scaling_note(sc, [parameter]))
 
 
 # --------------------------------------------------------------------------- budget and ENOB

@@ -94,6 +94,17 @@ def accuracy(sc: Scenario) -> dict:
             "basis": f"(K = {K} not measured: the largest over the measured K, {topology})"}
 
 
+def check_links(sc: Scenario) -> None:
+    """Refuse links that differ: the approximation takes the L links in use as identical and
+    independent (one link's time, its maximum over L). ``ValueError`` naming the scenario's
+    links; a table of equal links is accepted (it is section 13's WAN)."""
+    if sc.links is not None and not sc.links.equal:
+        raise ValueError(
+            f"links: the scenario's WAN links differ ({', '.join(sc.links.names)}); the queueing "
+            "approximation assumes identical links, so it does not apply; run the event engine "
+            "(events.run / events.sweep), which gives each link its own capacity and latency")
+
+
 _FIXED_POINT_ITERATIONS = 40
 # Gauss-Laguerre nodes and weights: the backlog a sync leaves is taken as exponential.
 _LAGUERRE_X, _LAGUERRE_W = (jnp.asarray(a) for a in np.polynomial.laguerre.laggauss(24))
@@ -221,7 +232,10 @@ def shared_wan_step_s(sc: Scenario, load):
         the topology).
       load: other jobs' share of each link's capacity, in [0, 1); broadcasts against the
         scenario's batch shape.
+
+    Links that differ (``sc.links`` not equal) are refused (:func:`check_links`).
     """
+    check_links(sc)
     parts = comm_parts_s(sc)
     wan_at = COMPONENTS.index("wan") - 1  # comm_parts_s starts after the GPU compute
     H = col(sc.sync_every_H)

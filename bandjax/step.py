@@ -14,6 +14,9 @@ from . import _jax  # noqa: F401  (64-bit floats, the Scenario PyTree)
 import jax
 import jax.numpy as jnp
 
+import numpy as np
+
+from . import links as _links
 from . import phases as _phases
 from . import variants as _v
 from .scenario import Scenario
@@ -75,6 +78,69 @@ def budget_break_even_FLOPs(sc: Scenario):
     return sc.transform_flops_per_param * sc.optics_Sps
 
 
+def _link_rel(sc: Scenario, pairs) -> tuple[np.ndarray, np.ndarray]:
+    """Relative bandwidths and latencies of the links ``pairs`` (static NumPy constants)."""
+    i, j = np.array(pairs).T
+    return sc.links.bandwidth_rel[i, j], sc.links.latency_rel[i, j]
+
+
+def _mesh_times_s(sc: Scenario, t: _v.Traffic):
+    """Each mesh link's bytes / B_ij and hops x l_ij, shape (..., variant, link), links in
+    :func:`bandjax.links.mesh_pairs` order."""
+    rb, rl = _link_rel(sc, _links.mesh_pairs(sc.links.K))
+    wan = t.wan_B[..., None] / (col(sc.wan_Bps)[..., None] * rb)
+    lat = t.hops[..., None] * col(sc.wan_latency_s)[..., None] * rl
+    return wan, lat
+
+
+def wan_terms_s(sc: Scenario, t: _v.Traffic) -> tuple:
+    """The WAN terms of one sync, (bytes part, latency part), each broadcastable to
+    (..., variant), s (docs/model.md sections 13 and 15).
+
+    Equal links (``sc.links`` None): bytes per link / B and hops x l. Per-link values (B_ij =
+    wan_Bps x bandwidth_rel, l_ij = wan_latency_s x latency_rel):
+
+        ring   bytes per link / (the smallest B on the ring) + (hops / K) x (sum of the ring's l)
+        mesh   the largest over links of bytes per link / B_ij + hops x l_ij, split at that link
+
+    ``t`` is :func:`traffic_B`'s. Both are computed and the topology leaf selects (0 ring, 1 mesh),
+    so a sweep over the topology is one compiled call.
+    """
+    B, l = col(sc.wan_Bps), col(sc.wan_latency_s)
+    if sc.links is None:
+        return t.wan_B / B, t.hops * l
+    K = sc.links.K
+    rb, rl = _link_rel(sc, _links.ring_pairs(K))
+    ring_wan = t.wan_B / (B * np.min(rb))
+    ring_lat = t.hops * l * (np.sum(rl) / K)  # the mean ring latency: exactly 1 for equal links
+    wan, lat = jnp.broadcast_arrays(*_mesh_times_s(sc, t))
+    k = jnp.argmax(wan + lat, axis=-1)[..., None]
+    mesh_wan = jnp.take_along_axis(wan, k, axis=-1)[..., 0]
+    mesh_lat = jnp.take_along_axis(lat, k, axis=-1)[..., 0]
+    mesh = col(sc.topology) == 1
+    return jnp.where(mesh, mesh_wan, ring_wan), jnp.where(mesh, mesh_lat, ring_lat)
+
+
+def pacing_link_index(sc: Scenario):
+    """The link that sets each variant's WAN pace, shape (..., variant): an index into
+    :func:`bandjax.links.mesh_pairs` (K) (i -> j, i != j, row by row).
+
+    On a ring the slowest ring link (the first in ring order among equals); on a mesh the link
+    whose bytes / B_ij + hops x l_ij is largest (the first among equals). Equal links name the
+    first link in use (dc0 -> dc1).
+    """
+    t = traffic_B(sc)
+    if sc.links is None:
+        return jnp.zeros(jnp.broadcast_shapes(jnp.shape(t.wan_B), jnp.shape(col(sc.topology))), int)
+    K = sc.links.K
+    pairs = _links.mesh_pairs(K)
+    rb, _ = _link_rel(sc, _links.ring_pairs(K))
+    ring = pairs.index(_links.ring_pairs(K)[int(np.argmin(rb))])
+    wan, lat = jnp.broadcast_arrays(*_mesh_times_s(sc, t))
+    mesh = jnp.argmax(wan + lat, axis=-1)
+    return jnp.where(col(sc.topology) == 1, mesh, ring)
+
+
 def comm_parts_s(sc: Scenario) -> tuple:
     """The communication terms of every variant (all but c), after the division by H, in
     :data:`COMPONENTS` order from ``module_port`` on.
@@ -84,16 +150,17 @@ def comm_parts_s(sc: Scenario) -> tuple:
     materialised (..., variant, component) array.
 
         module (binding stage only) | qsfp bytes / qsfp port | port bytes / port |
-        WAN bytes per link / B | hops x latency | d
+        WAN bytes per link / B | hops x latency | d      (the WAN: :func:`wan_terms_s`)
     """
     t = traffic_B(sc)
+    wan, wan_latency = wan_terms_s(sc, t)
     stages = module_stages_s(sc)
     module_parts = jnp.where(binding_stage(stages), stages, 0.0)  # (..., stage)
     has_module = jnp.array([v.module for v in sc.variants])  # (variant,)
     fixed = jnp.stack([jnp.asarray(sc.fixed_s[v], dtype=float) for v in sc.ids], axis=-1)
     comm = [*(jnp.where(has_module, module_parts[..., i, None], 0.0) for i in range(len(STAGES))),
             t.qsfp_B / col(sc.qsfp_port_Bps), t.port_B / col(sc.worker_port_Bps),
-            t.wan_B / col(sc.wan_Bps), t.hops * col(sc.wan_latency_s), fixed]
+            wan, wan_latency, fixed]
     H = col(sc.sync_every_H)
     return tuple(c / H for c in comm)
 
