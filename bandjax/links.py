@@ -98,7 +98,7 @@ def _check_values(a: np.ndarray, what: str, names, positive: bool, unit: str) ->
             x = a[i, j]
             ok = math.isfinite(x) and (x > 0 if positive else x >= 0)
             if not ok:
-                raise ScenarioError(f"{what} [{names[i]!r} -> {names[j]!r}] = {x!r}: must be a finite "
+                raise ScenarioError(f"{what} [{names[i]!r} -> {names[j]!r}] = {float(x)!r}: must be a finite "
                                     f"number {'>' if positive else '>='} 0 {unit}")
 
 

@@ -70,7 +70,7 @@ def build(sc: Scenario, variant: str) -> Plan:
         raise ValueError(f"wan_Bps = {sc.wan_Bps!r}: the WAN bandwidth must be a finite number > 0 B/s")
     rates, latencies = _per_link(sc, float(t.hops))
     return Plan(variant=variant, compute_s=f.gpu_compute_s, sync_phases=tuple(phases),
-                wan_B=float(t.wan_B), wan_Bps=wan_Bps, message_B=f.wan_message_B,
+                wan_B=float(t.wan_B), wan_Bps=min(rates, default=wan_Bps), message_B=f.wan_message_B,
                 background_B=f.background_B, sync_every=sync_every(sc), links=int(t.links),
                 latency_s=max(latencies, default=float(t.hops) * f.wan_latency_s),
                 overlap=f.overlap_fraction, link_Bps=rates, link_latency_s=latencies)
