@@ -333,8 +333,9 @@ class Scenario:
         links = changes.get("links", self.links)
         if links is not None and "dcs" in changes:
             dcs = changes["dcs"]
+            # a traced K (a derivative over every field at once) is not checked, as check_field
             concrete = isinstance(dcs, (int, float, np.ndarray, np.number, list, tuple))
-            if not concrete or not np.all(np.asarray(dcs, dtype=float) == links.K):
+            if concrete and not np.all(np.asarray(dcs, dtype=float) == links.K):
                 raise ScenarioError(
                     f"[cluster] dcs = {dcs!r}: this scenario has per-link values for {links.K} DCs "
                     f"({', '.join(links.names)}), so K comes from its links table; give a new "

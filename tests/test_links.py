@@ -557,3 +557,21 @@ def test_tutorial_worked_example_three_regions():
     second = np.asarray(runner["variant"].values)[runner["runner_up"].values]
     assert second.tolist() == ["band_switch", "band_switch"]  # E', hypothesis basis
     assert np.round(runner["margin"].values, 2).tolist() == [1.13, 1.54]
+
+
+def test_break_even_elasticity_with_links_matches_finite_differences():
+    """d log x* / d log l of the E'-vs-AdamW crossing on a mesh whose latencies differ: the
+    implicit derivative (every parameter scaled at once, K included) against central
+    differences of the crossing itself."""
+    B = np.array([[0, 100, 10], [100, 0, 5], [10, 5, 0]]) * Gb
+    L = np.array([[0, 1, 4], [1, 0, 5], [4, 5, 0]]) * ms
+    sc = bandjax.reference().with_links(B, L).replace(topology="mesh")
+    _, e = bandjax.elasticities(sc, "E'", "AdamW")
+    h = 1e-5
+
+    def log_x(s):
+        return math.log(float(bandjax.break_even(s, "E'", "AdamW").x[0]))
+
+    fd = (log_x(sc.replace(wan_latency_s=sc.wan_latency_s * math.exp(h)))
+          - log_x(sc.replace(wan_latency_s=sc.wan_latency_s * math.exp(-h)))) / (2 * h)
+    assert float(e["wan_latency_s"][0]) == pytest.approx(fd, rel=1e-5)
