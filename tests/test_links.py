@@ -575,3 +575,27 @@ def test_break_even_elasticity_with_links_matches_finite_differences():
     fd = (log_x(sc.replace(wan_latency_s=sc.wan_latency_s * math.exp(h)))
           - log_x(sc.replace(wan_latency_s=sc.wan_latency_s * math.exp(-h)))) / (2 * h)
     assert float(e["wan_latency_s"][0]) == pytest.approx(fd, rel=1e-5)
+
+
+_junk = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=True),
+                  st.text(max_size=8), st.sampled_from(["a", "b", "c", "10 Gb/s", "5 ms", "-1 GB/s",
+                                                        "inf GB/s", "nan ms", "1e400 GB/s"]),
+                  st.lists(st.sampled_from(["a", "b", "c", ""]), max_size=4))
+_row = st.one_of(_junk, st.dictionaries(st.sampled_from(list(("from", "to", "wan", "latency",
+                                                              "symmetric", "x"))), _junk, max_size=6))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_row, max_size=7), st.one_of(st.none(), _junk))
+def test_random_link_rows_give_a_table_or_one_scenario_error(rows, names):
+    """Whatever the rows hold, loading gives a valid table or a ScenarioError (never another
+    exception), and a table it gives satisfies the Links checks."""
+    links = {"pairs": rows} if names is None else {"pairs": rows, "names": names}
+    try:
+        sc = from_toml_dict({"links": links})
+    except ScenarioError:
+        return
+    K = sc.links.K
+    off = ~np.eye(K, dtype=bool)
+    assert K >= 2 and float(sc.dcs) == K and np.all(sc.links.bandwidth_rel[off] >= 1.0)
+    assert np.isfinite(np.asarray(step_s(sc))).all()
