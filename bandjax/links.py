@@ -148,6 +148,9 @@ class Links:
     def __hash__(self):
         return hash((self.names, self.bandwidth_rel.tobytes(), self.latency_rel.tobytes()))
 
+    def __reduce__(self):  # through __post_init__: the copy's arrays are read-only too
+        return (Links, (self.names, self.bandwidth_rel, self.latency_rel))
+
     def __repr__(self):
         return (f"Links(names={self.names!r}, bandwidth_rel={self.bandwidth_rel.tolist()!r}, "
                 f"latency_rel={self.latency_rel.tolist()!r})")

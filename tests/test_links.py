@@ -4,6 +4,7 @@ event engine, sweeps and break-evens over a scaled table, and the laws the forms
 from __future__ import annotations
 
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -65,6 +66,11 @@ def test_from_absolute_is_relative_to_the_slowest_and_longest_link():
     again, _, _ = Links.from_absolute(B2, L, ("a", "b", "c"))
     assert again == links and hash(again) == hash(links)
     assert not links.equal and Links.from_absolute(np.ones((2, 2)))[0].equal
+    # a pickled copy (dask workers, the report's passes) is equal, and as read-only
+    copy = pickle.loads(pickle.dumps(links))
+    assert copy == links and not copy.bandwidth_rel.flags.writeable
+    with pytest.raises(ValueError):
+        links.latency_rel[0, 1] = 0.5
 
 
 def test_with_links_sets_K_and_the_leaves():
