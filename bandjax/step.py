@@ -1,4 +1,5 @@
-"""Module pipeline and per-variant step time (docs/model.md sections 4, 5, 9 and 13): pure ``jax.numpy``.
+"""Module pipeline and per-variant step time (docs/model.md sections 4, 5, 9, 13 and 15), in pure
+``jax.numpy``.
 
 Everything here is written for one point of a scenario and broadcasts over whatever array shapes
 the scenario's fields hold. The last axis of a per-variant result is the variant, in the order of
