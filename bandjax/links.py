@@ -220,6 +220,12 @@ def names_of(sc) -> tuple[str, ...]:
     return sc.links.names if sc.links is not None else default_names(int(float(sc.dcs)))
 
 
+def differ(sc) -> bool:
+    """Whether a scenario's links differ from one another (a table that is not all equal); equal
+    links, given as a table or not, are section 13's WAN."""
+    return sc.links is not None and not sc.links.equal
+
+
 def table(sc) -> list[dict]:
     """Every directed link of a scenario (a point, not a grid) as tidy rows, SI units.
 

@@ -46,6 +46,7 @@ import numpy as np
 from jax.scipy.special import log_ndtr, ndtr
 
 from .scenario import Scenario
+from .links import differ
 from .step import COMPONENTS, col, comm_parts_s, sum_parts, traffic_B
 
 # Stated relative accuracy of shared_wan_step_s against the event engine's mean step over seeds,
@@ -97,8 +98,9 @@ def accuracy(sc: Scenario) -> dict:
 def check_links(sc: Scenario) -> None:
     """Refuse links that differ: the approximation takes the L links in use as identical and
     independent (one link's time, its maximum over L). ``ValueError`` naming the scenario's
-    links; a table of equal links is accepted (it is section 13's WAN)."""
-    if sc.links is not None and not sc.links.equal:
+    links; a table of equal links is accepted (it is section 13's WAN). A caller that shows the
+    approximation beside the engine can ask :func:`bandjax.links.differ` first."""
+    if differ(sc):
         raise ValueError(
             f"links: the scenario's WAN links differ ({', '.join(sc.links.names)}); the queueing "
             "approximation assumes identical links, so it does not apply; run the event engine "

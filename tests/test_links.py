@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import bandjax
 import events
 from bandjax import Links, ScenarioError
-from bandjax.links import mesh_pairs, ring_pairs, scaling_note, table
+from bandjax.links import differ, mesh_pairs, ring_pairs, scaling_note, table
 from bandjax.metrics import energy_per_step_J, pacing_links
 from bandjax.scenario import from_toml_dict, load, save, to_toml_dict
 from bandjax.step import COMPONENTS, step_s, step_terms_s, traffic_B
@@ -359,6 +359,8 @@ def test_queueing_approximation_refuses_links_that_differ():
     B, L = random_table(np.random.default_rng(2), 3)
     with pytest.raises(ValueError, match="assumes identical links"):
         shared_wan_step_s(bandjax.reference().with_links(B, L), 0.5)
+    assert differ(bandjax.reference().with_links(B, L))
+    assert not differ(bandjax.reference()) and not differ(bandjax.reference().with_links(np.ones((3, 3))))
     equal = bandjax.reference().replace(dcs=3.0)
     np.testing.assert_allclose(
         np.asarray(shared_wan_step_s(equal.with_links(np.full((3, 3), 12.5e9)), 0.5)),
