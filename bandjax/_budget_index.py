@@ -18,9 +18,10 @@ def budget_indexed(ds: xr.Dataset) -> xr.Dataset:
     if "budget" not in ds.dims or "budget_label" not in ds.coords:
         return ds
     names = {"free": math.inf}
-    for label, value in zip(ds.budget_label.values.tolist(), ds.budget.values.tolist()):
-        if not label.endswith("GFLOP/s"):
-            names[label] = float(value)
+    labels = np.asarray(ds.budget_label.values)
+    named = ~np.strings.endswith(labels.astype(str), "GFLOP/s")  # only the named ones, one by one
+    for label, value in zip(labels[named].tolist(), np.asarray(ds.budget.values)[named].tolist()):
+        names[label] = float(value)
     return ds.drop_indexes("budget").set_xindex("budget", BudgetIndex, names=names)
 
 

@@ -37,10 +37,11 @@ from . import roots as _roots
 from . import variants as _v
 from .metrics import time_to_target_s
 from .roots import A_WINS, B_WINS, CROSSES, NEITHER, NOT_AVAILABLE, STATUS_NAMES, TIE, Crossings
-from .distributions import FIXED_PREFIX
 from .links import scaling_note
+from .parameters import FIXED_PREFIX, scenario_parameter, with_parameters
 from .scenario import BASES, FIELDS, Scenario
-from .step import COMPONENTS, STAGES, budget_break_even_FLOPs, col, comm_parts_s, module_stages_s, step_s, sum_parts
+from .step import (COMPONENTS, STAGES, budget_break_even_FLOPs, col, fragment_parts_s, module_stages_s,
+                   step_s, sum_parts, sync_method, window_s)
 
 BANDWIDTH_RANGE_GBps = (0.1, 1000.0)  # docs/model.md section 2: the swept range
 BUDGET_RANGE_GFLOPs = (1.0, 10_000.0)
@@ -103,23 +104,6 @@ def _check_parameter(name: str, sc: Scenario | None = None) -> None:
                      f"({', '.join(FIELDS)}), fixed_s.<variant id>, {', '.join(STEPS_PARAMETERS)}")
 
 
-def with_parameters(sc: Scenario, values: dict) -> Scenario:
-    """``sc`` with each named field or ``fixed_s.<variant id>`` set, in one substitution
-    (traceable; values may be arrays)."""
-    fixed = {k[len(FIXED_PREFIX):]: v for k, v in values.items() if k.startswith(FIXED_PREFIX)}
-    fields = {k: v for k, v in values.items() if not k.startswith(FIXED_PREFIX)}
-    if fixed:
-        fields["fixed_s"] = {**sc.fixed_s, **fixed}
-    return sc.replace(**fields)
-
-
-def scenario_parameter(sc: Scenario, name: str):
-    """The value of a field or ``fixed_s.<variant id>`` of ``sc``."""
-    if name.startswith(FIXED_PREFIX):
-        return sc.fixed_s[name[len(FIXED_PREFIX):]]
-    return getattr(sc, name)
-
-
 def with_parameter(theta, name: str, value):
     """(sc, steps_a, steps_b) with parameter ``name`` set to ``value`` (traceable)."""
     sc, steps_a, steps_b = theta
@@ -176,7 +160,9 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
     """Where variants ``ia`` and ``ib`` reach the target equally fast, over WAN bandwidth (B/s).
 
         r(B) = n_a (c + max(0, Q_a + V_a/B)) / (n_b (c + max(0, Q_b + V_b/B))) - 1,
-        Q = comm - WAN bytes term - f c,   V = WAN bytes term x B0
+        Q = F/H (comm_frag - WAN bytes term - (f + tau) c),   V = F/H WAN bytes term x B0
+
+    (comm_frag: one fragment sync's terms, docs/model.md section 14).
 
     Where a variant never reaches the target (steps inf) or was not measured (NaN) there is no
     crossing; the status says who wins throughout or why there is no answer.
@@ -201,12 +187,15 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
         return _field_crossings(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps,
                                 parameters(sc).index("wan_Bps"), grid=grid, max_roots=max_roots,
                                 implicit=implicit)
-    comm_parts = comm_parts_s(sc)
+    m = sync_method(sc)
+    comm_parts = fragment_parts_s(sc, method=m)
     comm = sum_parts(comm_parts)
     c = jnp.asarray(sc.gpu_compute_s)
     wan = jnp.broadcast_to(comm_parts[_WAN], comm.shape)
-    Q = comm - wan - col(sc.overlap_fraction) * col(c)
-    V = wan * col(sc.wan_Bps)
+    # F max(0, x) / H = max(0, F x / H): the rounds' factor goes inside the kink (section 14)
+    rate = m.fragments / m.H
+    Q = rate * (comm - wan - window_s(col(c), col(sc.overlap_fraction), m.delay))
+    V = rate * wan * col(sc.wan_Bps)
     steps_a, steps_b = jnp.asarray(steps_a, dtype=float), jnp.asarray(steps_b, dtype=float)
     measured = jnp.isfinite(steps_a) & jnp.isfinite(steps_b)
     # Unmeasured or "never" steps are set aside before the search (and their statuses after it),
@@ -395,7 +384,7 @@ def _default_range(over: str, parameter: str, sc: Scenario, steps: tuple, lo, hi
 
 def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
                basis: str = "hypothesis", lo=None, hi=None, grid: int = GRID,
-               max_roots: int = MAX_ROOTS, samples=None, seed=0, uncertain=None) -> BreakEven:
+               max_roots: int = MAX_ROOTS) -> BreakEven:
     """Every crossing of a and b over ``over`` for the scenario (scalar or a grid of fields).
 
     Args:
@@ -408,21 +397,14 @@ def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
         parameter's value / 100 to x 100.
       grid: coarse grid points (log-uniform) that find brackets.
       max_roots: crossings refined per point; raised and re-run if any point has more.
-      samples, seed, uncertain: with ``samples``, the bandwidth break-even under uncertain inputs
-        (``uncertain``, else the scenario's own): :func:`bandjax.uncertainty.propagate_break_even`.
 
     With per-link values (``sc.links``) ``bandwidth`` is the slowest link's and ``wan_latency_s``
     the longest link's: every link scales in proportion, which ``links_scaling`` says.
 
     Returns:
-      :class:`BreakEven` (numpy arrays); with ``samples``, a
-      :class:`bandjax.uncertainty.BreakEvenUncertainty`.
+      :class:`BreakEven` (numpy arrays). Under uncertain inputs, :func:`bandjax.break_even` with
+      ``samples`` (:mod:`bandjax.answers`).
     """
-    if samples is not None:
-        from .uncertainty import propagate_break_even
-
-        return propagate_break_even(sc, a, b, uncertain, samples, seed, basis=basis, over=over,
-                                    lo=lo, hi=hi)
     a, b = resolve_variant(a, sc.variants), resolve_variant(b, sc.variants)
     if a == b:
         raise ValueError(f"a = b = {a!r}: a break-even needs two different variants")

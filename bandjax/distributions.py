@@ -12,26 +12,52 @@ a variant with steps of its own; a variant whose rule names it follows it). In a
     "fixed_s.topk" = { uniform = ["0 ms", "0.01 ms"] }     # lo, hi
     "steps.band_pluggable" = { seeds = [1800, 1650, 2010] } # one value per seed
 
+A fit's correlated estimates (``Calibration.save`` writes them) are one entry under a label of
+their own, every number SI:
+
+    [uncertain.calibration.multinormal]
+    parameters = ["gpu_peak_FLOPs", "fixed_s.adamw"]
+    mean = [49451429426596.17, 9.98e-05]
+    cov = [[1.0e24, -2.0e5], [-2.0e5, 1.0e-14]]
+    scale = ["log", "linear"]
+
 Values carry the parameter's units (a bare number is SI; steps are counts). Plain Python and
 NumPy: no jax at import (:mod:`bandjax.scenario` reads and writes the table through this module).
+
+This module sits below the scenario and does not import it: what it needs to know of the
+scenario's numeric fields (their names, file keys, dimensions and limits) it is handed as data, a
+:class:`Fields` (``bandjax.scenario.field_table()``).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import variants as _variants
+from .parameters import FIXED_PREFIX
 from .units import SI, UNITS, ScenarioError, format_quantity, parse
 
 SECTION = "uncertain"
 STEPS_PREFIX = "steps."
-FIXED_PREFIX = "fixed_s."
 # Names a person uses for a parameter -> the scenario field.
 ALIASES = {"gpu": "gpu_peak_FLOPs", "bandwidth": "wan_Bps", "budget": "budget_FLOPs",
            "model": "params"}
+
+
+@dataclass(frozen=True)
+class Fields:
+    """The scenario's numeric fields as data: ``table`` as :data:`bandjax.scenario.FIELDS` (name ->
+    (default, file key, dimension, description)), ``limits`` as :data:`bandjax.scenario.LIMITS`,
+    and ``check``, the scenario's check of a field's values (``check(name, values, whole=False)``
+    raises a ``ScenarioError`` naming what is allowed)."""
+
+    table: Mapping
+    limits: Mapping
+    check: Callable
 
 
 def _require(ok, name, what, allowed):
@@ -39,10 +65,13 @@ def _require(ok, name, what, allowed):
         raise ScenarioError(f"[{SECTION}] {name}: {what}; must be {allowed}")
 
 
-def _shown(name: str, value):
+def _shown(name: str, value, fields: Fields | None = None):
     """``value`` (SI) in the units of parameter ``name`` as a file writes it, else as it is."""
+    if fields is None:
+        return value
     try:
-        dim = dimension(resolve(name) if not name.startswith(("d.", FIXED_PREFIX)) else FIXED_PREFIX)
+        dim = dimension(resolve(name, fields=fields) if not name.startswith(("d.", FIXED_PREFIX))
+                        else FIXED_PREFIX, fields)
     except (ScenarioError, KeyError):
         return value
     if isinstance(value, (list, tuple)):
@@ -72,9 +101,9 @@ class Normal:
     def values(self):
         return (self.mean, self.sd)
 
-    def check(self, name):
-        _require(math.isfinite(self.mean), name, f"mean = {_shown(name, self.mean)!r}", "a finite number")
-        _require(self.sd >= 0 and math.isfinite(self.sd), name, f"sd = {_shown(name, self.sd)!r}",
+    def check(self, name, fields: Fields | None = None):
+        _require(math.isfinite(self.mean), name, f"mean = {_shown(name, self.mean, fields)!r}", "a finite number")
+        _require(self.sd >= 0 and math.isfinite(self.sd), name, f"sd = {_shown(name, self.sd, fields)!r}",
                  "a finite number >= 0")
 
 
@@ -100,9 +129,9 @@ class LogNormal:
     def values(self):
         return (self.median, self.sigma)
 
-    def check(self, name):
+    def check(self, name, fields: Fields | None = None):
         _require(self.median > 0 and math.isfinite(self.median), name,
-                 f"median = {_shown(name, self.median)!r}", "> 0")
+                 f"median = {_shown(name, self.median, fields)!r}", "> 0")
         _require(self.sigma >= 0 and math.isfinite(self.sigma), name, f"sigma = {self.sigma!r}",
                  "a finite number >= 0 (a bare number: the sd of log x)")
 
@@ -129,15 +158,15 @@ class Uniform:
     def values(self):
         return (self.lo, self.hi)
 
-    def check(self, name):
+    def check(self, name, fields: Fields | None = None):
         _require(math.isfinite(self.lo) and math.isfinite(self.hi) and self.lo <= self.hi, name,
-                 f"lo = {_shown(name, self.lo)!r}, hi = {_shown(name, self.hi)!r}", "finite, lo <= hi")
+                 f"lo = {_shown(name, self.lo, fields)!r}, hi = {_shown(name, self.hi, fields)!r}", "finite, lo <= hi")
 
 
 @dataclass(frozen=True)
 class Seeds:
     """Measured values (one per seed): Monte Carlo draws among them with equal weight; the delta
-    method takes their mean and sample variance."""
+    method takes the mean and variance of that same distribution (ddof 0)."""
 
     values: tuple
 
@@ -153,11 +182,110 @@ class Seeds:
 
     @property
     def variance(self):
-        return float(np.var(self.values, ddof=1))
+        # the variance of the draws (each value with weight 1/n), so that the delta method and
+        # the Monte Carlo see one spread
+        return float(np.var(self.values, ddof=0))
 
-    def check(self, name):
+    def check(self, name, fields: Fields | None = None):
         _require(len(self.values) >= 2 and all(math.isfinite(v) for v in self.values), name,
-                 f"values = {_shown(name, list(self.values))!r}", "at least two finite values, one per seed")
+                 f"values = {_shown(name, list(self.values), fields)!r}", "at least two finite values, one per seed")
+
+
+SCALES = ("linear", "log", "logit")
+
+
+@dataclass(frozen=True)
+class MultiNormal:
+    """Correlated parameters (a fit's estimates): a multivariate normal with mean ``mean`` and
+    covariance ``cov`` (SI units), each parameter drawn on its ``scale``:
+
+    - ``"linear"``: as it is, a draw below 0 set to 0 (every fitted parameter is >= 0);
+    - ``"log"``: log x is normal with covariance cov_ij / (mean_i mean_j) (the delta method's
+      image of ``cov``), so a positive parameter's draws stay positive;
+    - ``"logit"``: the same for a fraction in (0, 1) on log(x / (1 - x)).
+
+    ``names`` are canonical parameter names; the entry's key in ``[uncertain]`` is a label.
+    """
+
+    names: tuple
+    mean: tuple
+    cov: tuple
+    scale: tuple
+
+    def __init__(self, names, mean, cov, scale=None):
+        names = tuple(str(n) for n in names)
+        object.__setattr__(self, "names", names)
+        object.__setattr__(self, "mean", tuple(float(v) for v in mean))
+        object.__setattr__(self, "cov", tuple(tuple(float(v) for v in row) for row in np.atleast_2d(cov)))
+        object.__setattr__(self, "scale", tuple(scale) if scale is not None else ("linear",) * len(names))
+
+    def _jacobian(self) -> np.ndarray:
+        """d(search coordinate) / dx at the mean, per parameter."""
+        m = np.asarray(self.mean)
+        return np.array([1.0 if s == "linear" else 1.0 / v if s == "log" else 1.0 / (v * (1 - v))
+                         for s, v in zip(self.scale, m)])
+
+    def sample(self, rng, n):
+        """(n, parameter) draws."""
+        m, g = np.asarray(self.mean), self._jacobian()
+        center = np.array([v if s == "linear" else math.log(v) if s == "log" else math.log(v / (1 - v))
+                           for s, v in zip(self.scale, m)])
+        u = rng.multivariate_normal(center, np.asarray(self.cov) * np.outer(g, g), n)
+        out = np.empty_like(u)
+        for j, s in enumerate(self.scale):
+            out[:, j] = (np.maximum(u[:, j], 0.0) if s == "linear" else np.exp(u[:, j]) if s == "log"
+                         else 1.0 / (1.0 + np.exp(-u[:, j])))
+        return out
+
+    @property
+    def center(self):
+        return np.asarray(self.mean)
+
+    @property
+    def variance(self):
+        return np.asarray(self.cov)
+
+    @property
+    def values(self):
+        return self.mean
+
+    def check(self, name, fields: Fields | None = None):
+        k = len(self.names)
+        cov = np.asarray(self.cov)
+        _require(k >= 1 and len(self.mean) == k and cov.shape == (k, k) and len(self.scale) == k, name,
+                 f"{k} parameters, {len(self.mean)} means, a {cov.shape} cov and {len(self.scale)} scales",
+                 "one mean, one scale and one row and column of cov per parameter")
+        _require(all(s in SCALES for s in self.scale), name, f"scale = {list(self.scale)!r}",
+                 f"one of {', '.join(SCALES)} per parameter")
+        _require(bool(np.all(np.isfinite(cov))) and np.allclose(cov, cov.T, rtol=1e-9, atol=0), name,
+                 "cov is not finite and symmetric (a fit that does not identify its parameters has "
+                 "no covariance)", "a finite symmetric matrix")
+        _require(bool(np.all(np.linalg.eigvalsh(cov) >= -1e-9 * max(np.abs(np.diag(cov)).max(), 1e-300))),
+                 name, "cov has a negative eigenvalue", "positive semi-definite")
+        for n, s, v in zip(self.names, self.scale, self.mean):
+            ok = v >= 0 if s == "linear" else v > 0 if s == "log" else 0 < v < 1
+            _require(math.isfinite(v) and ok, name, f"mean of {n} = {v!r} on scale {s!r}",
+                     ">= 0 (linear), > 0 (log) or in (0, 1) (logit)")
+
+
+def _multinormal_from_table(where: str, spec, registry, fields: Fields) -> MultiNormal:
+    keys = {"parameters", "mean", "cov", "scale"}
+    if not (isinstance(spec, dict) and {"parameters", "mean", "cov"} <= set(spec) <= keys):
+        raise ScenarioError(f"{where} = {spec!r}: expected multinormal = {{ parameters = [names], "
+                            "mean = [SI values], cov = [[SI^2 values], ...], scale = [linear|log|logit] }")
+    names = []
+    for n in spec["parameters"]:
+        try:
+            names.append(resolve(str(n), registry, fields=fields, steps=False))
+        except ScenarioError as e:
+            raise ScenarioError(f"{where}.parameters: {e}") from None
+    try:
+        mean = [float(v) for v in spec["mean"]]
+        cov = np.asarray(spec["cov"], dtype=float)
+    except (TypeError, ValueError):
+        raise ScenarioError(f"{where}: mean and cov must be numbers (SI units), cov a list of "
+                            "rows") from None
+    return MultiNormal(names, mean, cov, spec.get("scale"))
 
 
 # kind in a file -> (class, the dimension of each value: "" the parameter's, "count" bare)
@@ -178,11 +306,12 @@ def _variant_id(name: str, registry, where: str) -> str:
                         + ", ".join(f"{v.id} ({v.short})" for v in registry))
 
 
-def resolve(name: str, registry: tuple = _variants.VARIANTS, *, steps: bool = True) -> str:
+def resolve(name: str, registry: tuple = _variants.VARIANTS, *, fields: Fields,
+            steps: bool = True) -> str:
     """A parameter's canonical name: a field of :data:`bandjax.scenario.FIELDS` (by name, file key
     or alias: ``gpu`` is ``gpu_peak_FLOPs``), ``fixed_s.<id>`` (also ``d.<variant>``, by id or
     label) or, with ``steps``, ``steps.<id>`` of a variant with steps of its own."""
-    from .scenario import FIELDS
+    FIELDS = fields.table
 
     for prefix in (FIXED_PREFIX, "d."):
         if name.startswith(prefix):
@@ -208,9 +337,9 @@ def resolve(name: str, registry: tuple = _variants.VARIANTS, *, steps: bool = Tr
         + (", steps.<variant>" if steps else "") + f" ({', '.join(v.id for v in registry)})")
 
 
-def dimension(name: str) -> str:
+def dimension(name: str, fields: Fields) -> str:
     """The dimension (a key of :data:`bandjax.units.UNITS`) of a canonical parameter name."""
-    from .scenario import FIELDS
+    FIELDS = fields.table
 
     if name.startswith(FIXED_PREFIX):
         return "time"
@@ -219,15 +348,15 @@ def dimension(name: str) -> str:
     return FIELDS[name][2]
 
 
-def unit(name: str) -> str:
+def unit(name: str, fields: Fields) -> str:
     """The unit a person reads the parameter in (the file's first unit; steps are counts)."""
-    dim = dimension(name)
+    dim = dimension(name, fields)
     return next(iter(UNITS[dim])) if dim in UNITS and dim != "count" else ("steps" if name.startswith(STEPS_PREFIX) else SI.get(dim, "1"))
 
 
-def check_center(name: str, dist) -> None:
+def check_center(name: str, dist, fields: Fields) -> None:
     """The distribution's values lie where the parameter is allowed (a field's own limits)."""
-    from .scenario import LIMITS, check_field
+    LIMITS, check_field = fields.limits, fields.check
 
     if name in LIMITS:
         points = dist.values if isinstance(dist, Seeds) else (dist.center,)
@@ -243,7 +372,7 @@ def check_center(name: str, dist) -> None:
 # --------------------------------------------------------------------------- the [uncertain] table
 
 
-def from_table(table, registry: tuple = _variants.VARIANTS) -> tuple:
+def from_table(table, registry: tuple = _variants.VARIANTS, *, fields: Fields) -> tuple:
     """((parameter, distribution), ...) from an ``[uncertain]`` table; errors name the key, the
     value and what is allowed."""
     if not isinstance(table, dict):
@@ -251,8 +380,13 @@ def from_table(table, registry: tuple = _variants.VARIANTS) -> tuple:
     out = []
     for key, entry in table.items():
         where = f"[{SECTION}] {key}"
+        if isinstance(entry, dict) and list(entry) == ["multinormal"]:
+            dist = _multinormal_from_table(f"{where}.multinormal", entry["multinormal"], registry, fields)
+            dist.check(key, fields)
+            out.append((key, dist))
+            continue
         try:
-            name = resolve(key, registry)
+            name = resolve(key, registry, fields=fields)
         except ScenarioError as e:
             raise ScenarioError(f"{where}: {e}") from None
         if not (isinstance(entry, dict) and len(entry) == 1 and next(iter(entry)) in KINDS):
@@ -262,41 +396,67 @@ def from_table(table, registry: tuple = _variants.VARIANTS) -> tuple:
         if not isinstance(values, list) or (dims is not None and len(values) != len(dims)):
             raise ScenarioError(f"{where} = {entry!r}: expected one of {_SHAPES}")
         dims = dims or ("",) * len(values)
-        si = [parse(f"{where}.{kind}[{i}]", v, d or dimension(name)) for i, (v, d) in enumerate(zip(values, dims))]
+        si = [parse(f"{where}.{kind}[{i}]", v, d or dimension(name, fields))
+              for i, (v, d) in enumerate(zip(values, dims))]
         dist = cls(si) if cls is Seeds else cls(*si)
-        dist.check(key)
-        check_center(name, dist)
+        dist.check(key, fields)
+        check_center(name, dist, fields)
         out.append((name, dist))
-    names = [n for n, _ in out]
+    names = parameters(out)
     if len(set(names)) != len(names):
-        raise ScenarioError(f"[{SECTION}]: a parameter is given twice among {', '.join(table)}")
+        raise ScenarioError(f"[{SECTION}]: a parameter is given twice among {', '.join(names)}")
     return tuple(out)
 
 
-def to_table(uncertain: tuple) -> dict:
-    """The ``[uncertain]`` table of ``uncertain`` (the inverse of :func:`from_table`)."""
-    out = {}
+def parameters(uncertain) -> list[str]:
+    """Every parameter that ``uncertain`` ((key, distribution), ...) makes uncertain, in order."""
+    out = []
     for name, dist in uncertain:
-        kind = _KIND_OF[type(dist)]
-        dims = KINDS[kind][1] or ("",) * len(dist.values)
-        out[name] = {kind: [format_quantity(v, d or dimension(name)) for v, d in zip(dist.values, dims)]}
+        out += list(dist.names) if isinstance(dist, MultiNormal) else [name]
     return out
 
 
-def describe(name: str, dist) -> str:
+def to_table(uncertain: tuple, fields: Fields) -> dict:
+    """The ``[uncertain]`` table of ``uncertain`` (the inverse of :func:`from_table`)."""
+    out = {}
+    for name, dist in uncertain:
+        if isinstance(dist, MultiNormal):
+            out[name] = {"multinormal": {"parameters": list(dist.names), "mean": list(dist.mean),
+                                         "cov": [list(r) for r in dist.cov], "scale": list(dist.scale)}}
+            continue
+        kind = _KIND_OF[type(dist)]
+        dims = KINDS[kind][1] or ("",) * len(dist.values)
+        out[name] = {kind: [format_quantity(v, d or dimension(name, fields))
+                            for v, d in zip(dist.values, dims)]}
+    return out
+
+
+def describe(name: str, dist, fields: Fields) -> str:
     """``wan_Bps ~ normal(12.5 GB/s, 1 GB/s)``: the parameter and its distribution, with units."""
+    if isinstance(dist, MultiNormal):
+        sd = np.sqrt(np.diag(np.asarray(dist.cov)))
+        parts = [f"{n} ~ {format_quantity(float(m), dimension(n, fields))} +- "
+                 f"{format_quantity(float(e), dimension(n, fields))}"
+                 for n, m, e in zip(dist.names, dist.mean, sd)]
+        return f"{name}: correlated normal ({'; '.join(parts)})"
     kind = _KIND_OF[type(dist)]
     dims = KINDS[kind][1] or ("",) * len(dist.values)
-    shown = [format_quantity(v, d or dimension(name)) for v, d in zip(dist.values, dims)]
+    shown = [format_quantity(v, d or dimension(name, fields)) for v, d in zip(dist.values, dims)]
     if name.startswith(STEPS_PREFIX):
         shown = [f"{v:g} steps" for v in dist.values]
     return f"{name} ~ {kind}({', '.join(str(s) for s in shown)})"
 
 
-def check(uncertain: tuple, registry: tuple) -> None:
+def check(uncertain: tuple, registry: tuple, fields: Fields) -> None:
     """Every parameter of ``uncertain`` exists in ``registry`` and its values are allowed."""
     for name, dist in uncertain:
-        if resolve(name, registry) != name:
+        if isinstance(dist, MultiNormal):
+            for n in dist.names:
+                if resolve(n, registry, fields=fields, steps=False) != n:
+                    raise ScenarioError(f"[{SECTION}] {name}: {n} is not a canonical parameter name")
+            dist.check(name, fields)
+            continue
+        if resolve(name, registry, fields=fields) != name:
             raise ScenarioError(f"[{SECTION}] {name}: not a canonical parameter name")
-        dist.check(name)
-        check_center(name, dist)
+        dist.check(name, fields)
+        check_center(name, dist, fields)

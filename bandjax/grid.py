@@ -20,14 +20,14 @@ import xarray as xr
 
 from . import metrics
 from ._budget_index import budget_indexed
-from .labels import COORD_ATTRS
+from .labels import COORD_ATTRS, budget_labels
 from .links import scaling_note
-from .scenario import Scenario, reference, resolve_budget
+from .scenario import Scenario, reference
 from .step import COMPONENTS, STAGES, module_stages_s
 from .sweepargs import Grid, parse
 
-QUANTITIES = ("step_s", "gpu_s", "comm_s", "time_to_target_s", "steps_to_target", "status",
-              "hot_spot", "energy_per_step_J", "energy_to_target_J", "bytes_per_worker_B",
+QUANTITIES = ("step_s", "gpu_s", "comm_s", "compute_utilisation", "time_to_target_s",
+              "steps_to_target", "status", "hot_spot", "energy_per_step_J", "energy_to_target_J", "bytes_per_worker_B",
               "wan_B", "module_stage_s")
 ENERGY_COLUMNS = (*metrics.ENERGY_PARTS, "total")
 DTYPES = ("float64", "float32")  # the precision of a sweep's or a winner map's jitted pass
@@ -36,6 +36,8 @@ _ATTRS = {
     "step_s": {"units": "s", "long_name": "step time"},
     "gpu_s": {"units": "s", "long_name": "GPU compute per step"},
     "comm_s": {"units": "s", "long_name": "communication per step (everything but GPU compute, d included)"},
+    "compute_utilisation": {"units": "1", "long_name": "compute utilisation: GPU compute per step / "
+                                                       "step time (1: the network costs nothing)"},
     "time_to_target_s": {"units": "s", "long_name": "time to the target loss (steps x step time)",
                          "note": "NaN where the variant never reaches the target or was not measured; see status"},
     "steps_to_target": {"units": "1", "long_name": "measured steps to the target loss",
@@ -79,7 +81,7 @@ def _evaluate(sc: Scenario, steps, index: tuple[int, ...], names: tuple[str, ...
 def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget=None,
           variant=None, model=None, gpu=None, dcs=None, topology=None, workers_per_dc=None, H=None,
           basis=None, quantities: Sequence[str] | None = None, dtype: str = "float64",
-          samples=None, seed=0, uncertain=None, **fields) -> xr.Dataset:
+          **fields) -> xr.Dataset:
     """Evaluate every closed form over a labelled grid in one jitted call.
 
     Each argument is a scalar (a scalar coordinate, no dimension) or a sequence (a dimension).
@@ -107,8 +109,8 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
         BENCHMARKS.md). Break-evens are always float64.
       **fields: any other numeric scenario field by name, in SI units (``wan_latency_s``,
         ``overlap_fraction``, ``optics_Sps``, ...).
-      samples, seed, uncertain: with ``samples``, Monte Carlo over uncertain inputs (``uncertain``,
-        else the scenario's own) over ``bandwidth``: :func:`bandjax.uncertainty.propagate_sweep`.
+
+    Under uncertain inputs, :func:`bandjax.sweep` with ``samples`` (:mod:`bandjax.answers`).
 
     Returns:
       An ``xarray.Dataset``; every variable has ``attrs["units"]``. ``time_to_target_s`` is NaN
@@ -122,14 +124,6 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
       not vary along every axis); ``ds.copy(deep=True)`` gives writable ones.
     """
     sc = reference() if scenario is None else scenario
-    if samples is not None:
-        from .uncertainty import propagate_sweep
-
-        return propagate_sweep(sc, uncertain, samples, seed, bandwidth=bandwidth, basis=basis,
-                               others=dict(enob=enob, budget=budget, variant=variant, model=model,
-                                           gpu=gpu, dcs=dcs, topology=topology,
-                                           workers_per_dc=workers_per_dc, H=H,
-                                           quantities=quantities, **fields))
     names = tuple(QUANTITIES if quantities is None else quantities)
     for q in names:
         if q not in QUANTITIES:
@@ -220,9 +214,8 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Datase
     # (ds.sel(budget="low"), see BudgetIndex)
     if "budget" in coords:
         b = coords["budget"]
-        coords["budget_label"] = xr.Variable(b.dims, np.vectorize(
-            lambda x: _budget_label(sc, x), otypes=[str])(b.values),
-            {"long_name": "module compute budget: the scenario's name for it, or GFLOP/s"})
+        coords["budget_label"] = xr.Variable(b.dims, budget_labels(sc, b.values), {
+            "long_name": "module compute budget: the scenario's name for it, or GFLOP/s"})
     vids = g.variants
     vdims = dims + (["variant"] if g.variant_is_dim else [])
     if g.variant_is_dim:
@@ -269,15 +262,13 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Datase
         "assumptions": "d calibrated to the study's step times; steps to target are single-seed "
                        "measurements; " + (f"{', '.join(rules)} take(s) steps by a rule whose basis "
                        "(hypothesis or exact) is the basis coordinate; " if rules else "")
-                       + "syncing every H steps assumes steps to target unchanged",
+                       + "syncing every H steps (and a sync's delay) assumes steps to target unchanged",
     })
+    own = [v.id for v in sc.variants if v.own_method and v.id in vids]
+    if own:  # the scenario's H (and a sweep over it) moves only the variants without their own
+        ds.attrs["own_H_variants"] = ", ".join(
+            f"{v} (H = {sc.variant(v).sync_every:g})" for v in own)
+        ds.attrs["H_note"] = ("the scenario's H (the H coordinate) applies to the variants that do "
+                              "not set their own; " + ds.attrs["own_H_variants"] + " keep theirs")
     return ds
 
-
-def _budget_label(sc: Scenario, GFLOPs: float) -> str:
-    """The scenario's name of a budget (``"free"``, ``"low"``, ``"high"``) or its GFLOP/s."""
-    for name in ("free", "low", "high"):
-        named = resolve_budget(sc, name) / 1e9
-        if GFLOPs == named or np.isclose(GFLOPs, named, rtol=1e-12, atol=0.0):
-            return name
-    return f"{GFLOPs:g} GFLOP/s"

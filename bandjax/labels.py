@@ -6,6 +6,7 @@ way, so the two line up with ``xr.align``; both read them from here. Plain Pytho
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -27,9 +28,14 @@ COORD_ATTRS = {
 }
 
 
+def is_dimension(values) -> bool:
+    """Whether an argument's values make a dimension: a scalar is a scalar coordinate."""
+    return not (isinstance(values, (str, bytes)) or np.ndim(values) == 0)
+
+
 def as_list(name, values) -> tuple[list, bool]:
     """(values as a list, whether it is a dimension): a scalar is a scalar coordinate."""
-    if isinstance(values, (str, bytes)) or np.ndim(values) == 0:
+    if not is_dimension(values):
         return [values], False
     values = list(np.asarray(values).tolist()) if not isinstance(values, (list, tuple)) else list(values)
     if not values:
@@ -51,6 +57,10 @@ def positive(name, values, unit) -> list[float]:
 
 def budgets_FLOPs(sc: Scenario, values) -> list[float]:
     """Budgets given as 'free', 'low', 'high' or GFLOP/s, in FLOP/s (inf = free)."""
+    if set(map(type, values)) <= {float, int}:  # plain numbers (bool is a type of its own): at once
+        arr = np.asarray(values, dtype=float)
+        if np.all(arr > 0):  # inf allowed (free), NaN not
+            return (arr * 1e9).tolist()
     return [resolve_budget(sc, b) for b in values]
 
 
@@ -69,3 +79,124 @@ def models(values) -> tuple[list[str], list[float]]:
             names.append(f"P={p:.4g}")
             params.append(p)
     return names, params
+
+
+BUDGET_NAMES = ("free", "low", "high")  # a budget's names, first match wins
+GFLOPS_SUFFIX = " GFLOP/s"
+
+
+def budget_labels(sc: Scenario, GFLOPs) -> np.ndarray:
+    """The scenario's name of each budget (``"free"``, ``"low"``, ``"high"``) or ``"<g> GFLOP/s"``.
+
+    A budget takes a name when it equals the named one to 1e-12 relative (``free`` is inf).
+    Vectorised: the cost is a constant plus array work, whatever the number of budgets. Returns a
+    string array of ``GFLOPs``'s shape, as wide as its longest label.
+    """
+    x = np.asarray(GFLOPs, dtype=float)
+    flat = x.reshape(-1)
+    out = format_g(flat, GFLOPS_SUFFIX)
+    for name in reversed(BUDGET_NAMES):  # the first name that matches is the one kept
+        named = resolve_budget(sc, name) / 1e9
+        hit = (flat == named) | np.isclose(flat, named, rtol=1e-12, atol=0.0)
+        if hit.any():
+            out = np.where(hit, name, out)
+    width = int(np.strings.str_len(out).max(initial=1))
+    return out.astype(f"<U{width}").reshape(x.shape)
+
+
+# ------------------------------------------------------------------ "%g" with array operations
+
+_SIG = 6  # significant digits of "%g"
+_EXP = (-17, 27)  # exponents formatted with arrays: 10**(e - 5) and 10**(5 - e) are exact floats
+_POW10 = 10.0 ** np.arange(23)
+_TIE = 1e-7  # scaled values this close to a rounding tie are left to Python's exact formatting
+_DIGITS3 = np.array([[ord(c) for c in f"{i:03d}"] for i in range(1000)], np.uint32)
+_ZEROS3 = np.array([len(f"{i:03d}") - len(f"{i:03d}".rstrip("0")) for i in range(1000)])
+
+
+@functools.cache
+def _layouts(suffix: str) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Where ``%g`` puts the characters of a value of exponent e with nz significant digits.
+
+    Per layout (e, nz): its fixed characters (``.``, ``0`` of ``0.00ddd``, ``e+XX``, then
+    ``suffix``) in a row of UCS-4 codes with a spare last column, and the column of each of the
+    six digits (digits beyond nz go to the spare column), as the first three and the last three.
+    Read from Python's own formatting of 1.23456 (distinct nonzero digits) at each e and nz.
+    """
+    lo, hi = _EXP
+    texts = {(e, nz): f"{float('1.' + '23456'[:nz - 1] + f'e{e}'):g}"
+             for e in range(lo, hi + 1) for nz in range(1, _SIG + 1)}
+    width = max(map(len, texts.values())) + len(suffix) + 1  # + the spare column
+    chars = np.zeros((len(texts), width), np.uint32)
+    where = np.full((len(texts), _SIG), width - 1)  # split in two groups of three below
+    for i, text in enumerate(texts.values()):
+        mant, sep, exponent = text.partition("e")
+        for col, c in enumerate(mant):
+            if c in "123456":
+                where[i, int(c) - 1] = col
+            else:
+                chars[i, col] = ord(c)
+        tail = sep + exponent + suffix
+        chars[i, len(mant):len(mant) + len(tail)] = [ord(c) for c in tail]
+    return chars, (np.ascontiguousarray(where[:, :3]), np.ascontiguousarray(where[:, 3:]))
+
+
+def format_g(x, suffix: str = "") -> np.ndarray:
+    """``[f"{v:g}{suffix}" for v in x]`` as a string array, built with array operations.
+
+    Each value is scaled to six significant digits by one exact power of ten (one rounding, at
+    most 6e-11 off at that scale) and rounded. Values whose scaled form lies within 1e-7 of a
+    rounding tie, of exponent outside -17..27, zeros, negatives, inf and NaN are formatted by
+    Python instead, so every label is Python's own. The characters are laid out as
+    :func:`_layouts` says for the value's exponent and count of significant digits.
+    """
+    x = np.asarray(x, dtype=float).reshape(-1)
+    n = len(x)
+    lo, hi = _EXP
+    with np.errstate(divide="ignore", invalid="ignore"):
+        e = np.floor(np.log10(x))  # NaN or +-inf where x is not finite and > 0
+    ok = (e >= lo) & (e <= hi)
+    e = np.where(ok, e, 0.0).astype(np.int64)
+    scaled = _scaled(x, e)
+    for step, off in ((-1, scaled < 10.0 ** (_SIG - 1)), (1, scaled >= 10.0 ** _SIG)):
+        if np.any(off & ok):  # log10 one off near a power of ten: rare, fixed where it happens
+            e = np.where(off, e + step, e)
+            ok &= (e >= lo) & (e <= hi)
+            e = np.where(ok, e, 0)
+            scaled = _scaled(x, e)
+    with np.errstate(invalid="ignore"):
+        ok &= np.abs(scaled - np.floor(scaled) - 0.5) >= _TIE
+    r = np.rint(np.where(ok, scaled, 10.0 ** (_SIG - 1))).astype(np.int64)
+    carry = r == 10 ** _SIG  # 999999.5 and up: one more digit of exponent
+    if carry.any():
+        r = np.where(carry, 10 ** (_SIG - 1), r)
+        e = np.where(carry, e + 1, e)
+        ok &= e <= hi
+        e = np.where(ok, e, 0)
+
+    high, low = np.divmod(r, 1000)  # the six digits as two groups of three
+    # significant digits once trailing zeros are dropped
+    nz = np.where(low == 0, 3 - np.take(_ZEROS3, high), _SIG - np.take(_ZEROS3, low))
+    chars, where = _layouts(suffix)
+    width = chars.shape[1]
+    layout = (e - lo) * _SIG + nz - 1
+    out = np.take(chars, layout, axis=0)  # (n, width): the fixed characters, a copy
+    flat = out.reshape(-1)
+    row = (np.arange(n) * width)[:, None]
+    for group, cols in zip((high, low), where):  # each group of three digits to its columns
+        at = (np.take(cols, layout, axis=0) + row).reshape(-1)
+        flat[at] = np.take(_DIGITS3, group, axis=0).reshape(-1)
+    out[:, -1] = 0  # the spare column: trailing NULs end a numpy string
+    out = out.view(f"<U{width}").reshape(n)
+    if not ok.all():
+        slow = [f"{s:g}{suffix}" for s in x[~ok].tolist()]
+        out = out.astype(f"<U{max(width, *map(len, slow))}")
+        out[~ok] = slow
+    return out
+
+
+def _scaled(v, e):
+    """``v / 10**(e - 5)`` with one rounding: by exact powers of ten, one of them 1."""
+    k = e - (_SIG - 1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return v * np.take(_POW10, np.clip(-k, 0, 22)) / np.take(_POW10, np.clip(k, 0, 22))

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import links as _links
 from .scenario import Scenario
-from .step import col, pacing_link_index, step_parts_s, step_s, sum_parts, traffic_B
+from .step import col, pacing_link_index, step_parts_s, step_s, sum_parts, sync_method, traffic_B
 
 ENERGY_PARTS = ("compute", "network", "modules")
 
@@ -56,10 +56,10 @@ def energy_parts_J(sc: Scenario, step_s) -> tuple:
     :data:`ENERGY_PARTS` order (so their total needs no stacked array)."""
     N = col(sc.dcs * sc.workers_per_dc)
     t = traffic_B(sc)
-    flops = sc.flops_per_param_token * sc.params * sc.tokens_per_worker
+    flops = sc.flops_per_param_token * sc.active * sc.tokens_per_worker
     compute = N * (col(sc.gpu_static_W) * step_s + col(sc.gpu_J_per_FLOP * flops))
     network = (8 * N * (t.port_B + t.qsfp_B) * col(sc.link_J_per_bit)
-               + 8 * t.links * t.wan_B * col(sc.wan_J_per_bit)) / col(sc.sync_every_H)
+               + 8 * t.links * t.wan_B * col(sc.wan_J_per_bit)) / sync_method(sc).H
     has_module = jnp.array([v.module for v in sc.variants])
     modules = jnp.where(has_module, N * col(sc.module_W) * step_s, 0.0)
     return compute, network, modules
@@ -77,7 +77,7 @@ def energy_per_step_J(sc: Scenario, step_s):
 
     N = K n.
 
-    Syncing every H steps divides the network bytes by H.
+    Syncing every H steps (each variant's H) divides the network bytes by H; F = 6 P_active T.
     """
     return jnp.stack(jnp.broadcast_arrays(*energy_parts_J(sc, step_s)), axis=-1)
 
@@ -86,12 +86,12 @@ def bytes_per_worker_B(sc: Scenario):
     """What one worker sends per step (a sync's bytes / H): its port and module-port traffic plus
     its own WAN shard."""
     t = traffic_B(sc)
-    return (t.port_B + t.qsfp_B + t.own_wan_B) / col(sc.sync_every_H)
+    return (t.port_B + t.qsfp_B + t.own_wan_B) / sync_method(sc).H
 
 
 def wan_link_B(sc: Scenario):
     """Bytes on each directed WAN link in use per step (a sync's bytes / H)."""
-    return traffic_B(sc).wan_B / col(sc.sync_every_H)
+    return traffic_B(sc).wan_B / sync_method(sc).H
 
 
 def evaluate(sc: Scenario, steps):
@@ -99,7 +99,8 @@ def evaluate(sc: Scenario, steps):
 
     ``steps``: steps to target, broadcastable to (..., variant); inf = never, nan = not measured.
     Returns a dict of arrays: ``terms_s`` (..., variant, component), ``step_s``, ``gpu_s``,
-    ``comm_s``, ``time_to_target_s``, ``bytes_per_worker_B``, ``wan_B`` (..., variant),
+    ``comm_s``, ``compute_utilisation``, ``time_to_target_s``, ``bytes_per_worker_B``, ``wan_B``
+    (..., variant),
     ``energy_J`` (..., variant, part) and ``energy_to_target_J`` (..., variant).
     """
     parts = step_parts_s(sc)
@@ -113,6 +114,7 @@ def evaluate(sc: Scenario, steps):
         "step_s": step,
         "gpu_s": gpu,
         "comm_s": step - gpu,
+        "compute_utilisation": gpu / step,
         "time_to_target_s": steps * step,
         "bytes_per_worker_B": bytes_per_worker_B(sc),
         "wan_B": wan_link_B(sc),

@@ -27,9 +27,10 @@ V is the backlog the last message left (rho (E[end_k] - E[end_(k-1)])), drained 
 the link's time away from the sync (the round less its own sync time), but not below the
 stationary M/D/1 workload rho s_bg / (2 (1 - rho)); the two are solved as a fixed point. At load
 0.9 the first message of a sync waits longer than the M/D/1 time average, because the previous
-sync's backlog has not drained. With overlap f, the round of H steps is
-H c + max(0, H comm' + E[max] - f H c) (comm' the communication but the WAN bytes, per step);
-the step is the round / H. At load 0 this is the closed form exactly.
+sync's backlog has not drained. With syncs in rounds (docs/model.md section 14: H, tau, F of each
+variant, overlap f), the round of H steps is H c + F max(0, comm' + E[max] - (f + tau) c) (comm'
+one fragment sync's communication but the WAN bytes); the step is the round / H. At load 0 this
+is the closed form exactly.
 
 Accuracy against the engine's mean, per K and topology (:data:`ACCURACY_BY_CLUSTER`, every
 variant at 12.5 GB/s, loads 0.5 to 0.95): K = 2 11%, K = 3 ring 7%, mesh 7%, K = 4 ring 5%,
@@ -47,7 +48,7 @@ from jax.scipy.special import log_ndtr, ndtr
 
 from .scenario import Scenario
 from .links import differ
-from .step import COMPONENTS, col, comm_parts_s, sum_parts, traffic_B
+from .step import COMPONENTS, col, fragment_parts_s, sum_parts, sync_method, traffic_B, window_s
 
 # Stated relative accuracy of shared_wan_step_s against the event engine's mean step over seeds,
 # per K and topology (at K = 2 the two are the same links): the worst |approx. / engine - 1| over
@@ -221,13 +222,14 @@ def shared_wan_step_s(sc: Scenario, load):
     """Approximate mean step of every variant with other jobs loading each directed WAN link to
     ``load``, shape (..., variant), s.
 
-        round = H c + max(0, H comm' + E[max over L links] - f H c),   step = round / H
+        round = H c + F max(0, comm' + E[max over L links] - (f + tau) c),   step = round / H
 
-    with comm' the communication but the WAN bytes (ports, module, latency, d, each / H), a link's
+    with comm' one fragment sync's communication but the WAN bytes (ports, module / F, latency,
+    d; docs/model.md section 14), the WAN bytes of a fragment (a sync's / F), a link's
     time from :func:`sync_s` and its maximum over the L links in use from :func:`expected_max_s`,
     f the overlap, and the backlog V at a sync's start from the fixed point
-    V = max(R - (1 - rho) G, rho s_bg / (2 (1 - rho))), G = round - T the link's time away from
-    its sync.
+    V = max(R - (1 - rho) G, rho s_bg / (2 (1 - rho))), G = round / F - T the link's time away
+    from its fragment sync.
 
     Args:
       sc: the scenario (WAN capacity ``wan_Bps``, ``wan_message_B``, ``background_B``, K DCs and
@@ -238,21 +240,22 @@ def shared_wan_step_s(sc: Scenario, load):
     Links that differ (``sc.links`` not equal) are refused (:func:`check_links`).
     """
     check_links(sc)
-    parts = comm_parts_s(sc)
-    wan_at = COMPONENTS.index("wan") - 1  # comm_parts_s starts after the GPU compute
-    H = col(sc.sync_every_H)
+    method = sync_method(sc)
+    parts = fragment_parts_s(sc, method=method)  # one fragment sync's terms
+    wan_at = COMPONENTS.index("wan") - 1  # the parts start after the GPU compute
+    H, F = method.H, method.fragments
     c = col(sc.gpu_compute_s)
-    hidden = col(sc.overlap_fraction) * H * c  # what the round's compute can hide
-    other = H * sum_parts([p for i, p in enumerate(parts) if i != wan_at])
+    hidden = window_s(c, col(sc.overlap_fraction), method.delay)  # what one fragment sync can hide behind
+    other = sum_parts([p for i, p in enumerate(parts) if i != wan_at])
     t = traffic_B(sc)
     links = jnp.broadcast_to(t.links, t.wan_B.shape)
-    wan_B = t.wan_B
+    wan_B = t.wan_B / F
     rho = col(jnp.asarray(load, dtype=float))
     B, m, m_bg = col(sc.wan_Bps), col(sc.wan_message_B), col(sc.background_B)
     w0 = _stationary_backlog_s(rho, m_bg / B)
 
     def round_s(mean, lag):
-        return H * c + jnp.maximum(0.0, other + mean + lag - hidden)
+        return H * c + F * jnp.maximum(0.0, other + mean + lag - hidden)
 
     def update(backlog):
         mean, var, residual = sync_s(wan_B, B, m, m_bg, rho, backlog)
@@ -261,7 +264,7 @@ def shared_wan_step_s(sc: Scenario, load):
         noise = jnp.sqrt(jnp.maximum(var - (g * backlog) ** 2, 0.0))
         lag = jnp.where(rho > 0, expected_max_s(mean - g * backlog, noise, busy,
                                                 g * backlog / busy, links), 0.0)
-        G = round_s(mean, lag) - mean
+        G = round_s(mean, lag) / F - mean  # a link's time between two fragment syncs
         idle = jnp.sum(_LAGUERRE_W * idle_s(G[..., None], residual[..., None] * _LAGUERRE_X,
                                               rho[..., None], (m_bg / B)[..., None]), axis=-1)
         return residual - (1 - rho) * G + idle, mean, lag

@@ -34,12 +34,23 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-# Model-size presets: parameter counts.
+# Model-size presets: parameter counts (synced; every byte term scales with them).
 PRESETS: dict[str, float] = {
     "study": 7_916_736.0,  # the study's model (docs/model.md section 2)
     "gpt2-124m": 124_439_808.0,  # GPT-2 small
     "llama3-8b": 8.03e9,  # Llama-3-8B (docs/model.md section 9)
     "llama3-70b": 70.6e9,  # Llama-3-70B
+    # Llama-3-405B: 405e9 parameters, dense (Llama Team, "The Llama 3 Herd of Models", 2024,
+    # arXiv:2407.21783, Table 3)
+    "llama3-405b": 405e9,
+    # DeepSeek-V3: 671e9 parameters in all, 37e9 active for each token (DeepSeek-AI, "DeepSeek-V3
+    # Technical Report", 2024, arXiv:2412.19437, abstract)
+    "deepseek-v3": 671e9,
+}
+# Active parameters of the mixture-of-experts presets (c and the FLOPs; docs/model.md section 14);
+# a preset not named here is dense (active = synced).
+ACTIVE_PRESETS: dict[str, float] = {
+    "deepseek-v3": 37e9,  # DeepSeek-V3 Technical Report, arXiv:2412.19437: 37B activated a token
 }
 
 # The study's GPU: the effective rate that gives its calibrated 0.4918 ms a step at P
@@ -156,12 +167,15 @@ FIELDS: dict[str, tuple[str, str, str, str]] = {
     "wan_J_per_bit": ("energy", "wan_energy_per_bit", "energy_per_bit", "every directed WAN link in use"),
     "module_W": ("energy", "module_power", "power", "per module"),
     "sync_every_H": ("sync", "every_H", "count", "sync every H steps: communication / H (steps to target assumed unchanged)"),
-    "wan_message_B": ("shared_wan", "message_bytes", "count", "the sync's WAN bytes go as messages of this size, one after another (event engine)"),
-    "background_B": ("shared_wan", "background_bytes", "count", "size of other jobs' Poisson transfers on each WAN link (event engine)"),
+    "wan_message_B": ("shared_wan", "message_bytes", "bytes", "the sync's WAN bytes go as messages of this size, one after another (event engine)"),
+    "background_B": ("shared_wan", "background_bytes", "bytes", "size of other jobs' Poisson transfers on each WAN link (event engine)"),
 }
+# A leaf outside FIELDS: None (the default) means "the same as params", so replacing only params
+# keeps a dense model dense. Sets c and the energy's FLOPs; params sets every byte term.
+ACTIVE = ("model", "active_params")
 FIXED_SECTION = "fixed_time"  # d_v per variant, calibrated (docs/model.md section 5)
 VARIANTS_SECTION = "variants"  # a user's variants, one [variants.<id>] table each
-LEAVES = (*FIELDS, "fixed_s")
+LEAVES = (*FIELDS, "active_params", "fixed_s")
 
 # What each field allows: (lowest, lowest allowed, highest, highest allowed, whole, inf allowed).
 _POSITIVE = (0.0, False, math.inf, False, False, False)
@@ -238,6 +252,19 @@ def check_field(name: str, value, *, whole: bool = True) -> None:
         raise ScenarioError(f"{_where(name)} = {shown!r}: must be {allowed_text(name)}")
 
 
+def _check_active(value) -> None:
+    """active_params: > 0 parameters (None: the same as params)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise ScenarioError(f"[model] active_params = {value!r}: expected a number, not a boolean")
+    if not isinstance(value, (int, float, np.ndarray, np.number, list, tuple)):
+        return  # a tracer: not checked
+    x = np.asarray(value, dtype=float).ravel()
+    good = np.isfinite(x) & (x > 0)
+    if not np.all(good):
+        raise ScenarioError(f"[model] active_params = {float(x[np.argmin(good)])!r}: must be > 0 "
+                            "parameters (or left out: the same as params)")
+
+
 def _fixed_default() -> dict:
     return {v.id: v.d_s for v in _variants.VARIANTS}
 
@@ -292,6 +319,7 @@ class Scenario:
     sync_every_H: Any = 1.0
     wan_message_B: Any = 1e6
     background_B: Any = 1e6
+    active_params: Any = None  # None: the same as params (a dense model)
     fixed_s: dict = field(default_factory=_fixed_default)
     steps: Steps = Steps()
     variants: tuple[Variant, ...] = _variants.VARIANTS
@@ -301,8 +329,13 @@ class Scenario:
     @property
     def gpu_compute_s(self):
         """GPU compute per step, s: c = flops_per_param_token x P x T / (peak x utilisation)."""
-        return (self.flops_per_param_token * self.params * self.tokens_per_worker
+        return (self.flops_per_param_token * self.active * self.tokens_per_worker
                 / (self.gpu_peak_FLOPs * self.utilisation))
+
+    @property
+    def active(self):
+        """Active parameters: ``active_params``, or ``params`` where it is None (a dense model)."""
+        return self.params if self.active_params is None else self.active_params
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -322,7 +355,9 @@ class Scenario:
         if "gpu_compute_s" in changes:
             c = changes.pop("gpu_compute_s")
             get = lambda k: changes.get(k, getattr(self, k))  # noqa: E731
-            changes["gpu_peak_FLOPs"] = (get("flops_per_param_token") * get("params")
+            active = get("active_params")
+            changes["gpu_peak_FLOPs"] = (get("flops_per_param_token")
+                                         * (get("params") if active is None else active)
                                          * get("tokens_per_worker") / (c * get("utilisation")))
         if isinstance(changes.get("topology"), str):  # "ring" / "mesh": the leaf is its index
             topology = changes["topology"]
@@ -345,6 +380,8 @@ class Scenario:
         for name, value in changes.items():
             if name in LIMITS:
                 check_field(name, value, whole=False)
+        if changes.get("active_params") is not None:
+            _check_active(changes["active_params"])
         return dataclasses.replace(self, **changes)
 
     def with_links(self, bandwidth, latency=None, names=None) -> "Scenario":
@@ -397,6 +434,22 @@ class Scenario:
                 L[a, b] = latency
         return self.with_links(np.nan_to_num(B, nan=1.0), np.nan_to_num(L, nan=0.0), names)
 
+    def with_variants(self, variants, *, steps=None) -> "Scenario":
+        """This scenario with each of ``variants`` added (or replaced, by id), e.g.
+        :data:`bandjax.variants.METHODS`; ``steps`` optionally maps id -> measured steps (the
+        rest are not measured)."""
+        sc = self
+        for v in variants:
+            sc = sc.with_variant(v, steps=(steps or {}).get(v.id))
+        return sc
+
+    def at_preset(self, name: str) -> "Scenario":
+        """The model preset ``name`` (:data:`PRESETS`): its parameters, and its active ones where
+        it is a mixture of experts (:data:`ACTIVE_PRESETS`; else dense)."""
+        if name not in PRESETS:
+            raise ScenarioError(f"[model] preset = {name!r} is not known; allowed: {', '.join(PRESETS)}")
+        return self.replace(params=PRESETS[name], active_params=ACTIVE_PRESETS.get(name))
+
     def at_model_size(self, params) -> "Scenario":
         """The same hardware with ``params`` parameters: GPU compute scales with P, d does not."""
         return self.replace(params=params)
@@ -424,6 +477,7 @@ class Scenario:
         registry = (tuple(v if u.id == v.id else u for u in self.variants) if v.id in self.ids
                     else self.variants + (v,))
         _variants.check_registry(registry)
+        check_methods((v,), self.sync_every_H)
         fixed = {**self.fixed_s, v.id: v.d_s if d_s is None else d_s}
         s = self.steps
         measured = dict(s.measured)
@@ -477,6 +531,9 @@ def validate(sc: Scenario) -> Scenario:
     """Check every value; raise :class:`ScenarioError` naming the first bad one."""
     for name in FIELDS:
         check_field(name, getattr(sc, name))
+    if sc.active_params is not None:
+        _check_active(sc.active_params)
+    check_methods(sc.variants, sc.sync_every_H)
     ids = sc.ids
     unknown = set(sc.fixed_s) - set(ids)
     missing = set(ids) - set(sc.fixed_s)
@@ -497,8 +554,19 @@ def validate(sc: Scenario) -> Scenario:
     if sc.uncertain:
         from .distributions import check
 
-        check(sc.uncertain, sc.variants)
+        check(sc.uncertain, sc.variants, field_table())
     return sc
+
+
+def check_methods(registry: tuple[Variant, ...], H) -> None:
+    """Each variant's delay <= H - 1 and fragments <= H, at its own H or at ``H`` (the scenario's,
+    a number or the values a sweep gives it) where it has none; errors name the variant."""
+    for v in registry:
+        try:
+            _variants.check_method(v, v.sync_every if v.sync_every is not None else H)
+        except ValueError as e:
+            where = "" if v.sync_every is not None else " (the scenario's [sync] every_H)"
+            raise ScenarioError(f"[{VARIANTS_SECTION}.{v.id}] {e}{where}") from None
 
 
 # --------------------------------------------------------------------------------------- TOML
@@ -512,11 +580,21 @@ def _variant_to_toml(v: Variant) -> dict:
         out["bytes_per_param"] = format_quantity(v.bytes_per_param, "count")
     if v.rule is not None:
         out["rule"] = {"hypothesis": list(v.rule.hypothesis), "exact": list(v.rule.exact)}
+    if v.sync_every is not None:
+        out["sync_every"] = int(v.sync_every) if float(v.sync_every).is_integer() else v.sync_every
+    if v.delay:
+        out["delay"] = int(v.delay)
+    if v.fragments != 1:
+        out["fragments"] = int(v.fragments)
     return out
 
 
 _VARIANT_KEYS = ("label", "short", "payload", "collective", "link", "module", "steps", "d", "colour",
-                 "bytes_per_param", "rule")
+                 "bytes_per_param", "rule", "sync_every", "delay", "fragments")
+# what the method's keys allow (docs/model.md section 14)
+_METHOD_ALLOWED = {"sync_every": "a whole number of inner steps >= 1",
+                   "delay": "a whole number of inner steps, 0 to H - 1",
+                   "fragments": "a whole number, 1 to H"}
 
 
 def _variant_from_toml(vid: str, table: dict, default: Variant | None) -> Variant:
@@ -542,6 +620,12 @@ def _variant_from_toml(vid: str, table: dict, default: Variant | None) -> Varian
             kw["rule"] = Rule(tuple(value["hypothesis"]), tuple(value["exact"]))
         elif key == "colour":
             kw["colour"] = int(parse(f"{where} colour", value, "count"))
+        elif key in _METHOD_ALLOWED:
+            x = parse(f"{where} {key}", value, "count")
+            lowest = 0 if key == "delay" else 1
+            if not (math.isfinite(x) and x == round(x) and x >= lowest):
+                raise ScenarioError(f"{where} {key} = {value!r}: must be {_METHOD_ALLOWED[key]}")
+            kw[key] = float(x) if key == "sync_every" else int(x)
         else:
             kw[key] = value
     missing = [k for k in ("payload", "collective") if k not in kw]
@@ -568,6 +652,8 @@ def to_toml_dict(sc: Scenario) -> dict:
     out["model"]["gpu_compute"] = format_quantity(float(sc.gpu_compute_s), "time")
     if sc.links is not None:
         out["links"].update(_links_to_toml(sc))
+    if sc.active_params is not None:
+        out["model"][ACTIVE[1]] = format_quantity(float(sc.active_params), "count")
     out[FIXED_SECTION] = {vid: format_quantity(float(d), "time") for vid, d in sc.fixed_s.items()}
     defaults = {v.id: v for v in _variants.VARIANTS}
     own = {v.id: _variant_to_toml(v) for v in sc.variants if defaults.get(v.id) != v}
@@ -584,7 +670,7 @@ def to_toml_dict(sc: Scenario) -> dict:
     if sc.uncertain:
         from .distributions import SECTION, to_table
 
-        out[SECTION] = to_table(sc.uncertain)
+        out[SECTION] = to_table(sc.uncertain, field_table())
     return out
 
 
@@ -731,12 +817,14 @@ def _registry_from_toml(table: dict) -> tuple[Variant, ...]:
 def from_toml_dict(data: dict) -> Scenario:
     """Build a scenario from a parsed TOML mapping; missing keys take the reference's values.
 
-    Besides the keys of :data:`FIELDS`: ``[model] gpu = "h100"`` applies a GPU preset
+    Besides the keys of :data:`FIELDS`: ``[model] model = "llama3-8b"`` sets params from a model
+    preset (:data:`PRESETS`); ``[model] gpu = "h100"`` applies a GPU preset
     (:meth:`Scenario.with_gpu`) before the file's other values; ``[model] gpu_compute = "0.49 ms"``
     (files written before c came from FLOPs) sets the GPU peak that gives that c.
     """
     by_key = {(section, key): name for name, (section, key, _, _) in FIELDS.items()}
-    extra = {("model", "gpu"), ("model", "gpu_compute"), ("links", "pairs"), ("links", "names")}
+    extra = {("model", "gpu"), ("model", "gpu_compute"), ("model", "model"), ACTIVE, ("links", "pairs"),
+             ("links", "names")}
     sections = {s for s, _ in by_key} | {FIXED_SECTION, "steps", VARIANTS_SECTION, "uncertain"}
     changes: dict[str, Any] = {}
     ref = reference()
@@ -754,10 +842,24 @@ def from_toml_dict(data: dict) -> Scenario:
                     raise ScenarioError(f"[model] gpu = {value!r}: expected a preset name; allowed: "
                                         f"{', '.join(GPUS)}")
                 continue
+            if (section, key) == ("model", "model"):
+                if not (isinstance(value, str) and value in PRESETS):
+                    raise ScenarioError(f"[model] model = {value!r}: expected a preset name; allowed: "
+                                        f"{', '.join(PRESETS)}")
+                if "params" in entries:
+                    raise ScenarioError(f"[model] model = {value!r} and params = {entries['params']!r}: "
+                                        "give one (a preset sets params)")
+                changes["params"] = PRESETS[value]
+                if value in ACTIVE_PRESETS and "active_params" not in entries:
+                    changes["active_params"] = ACTIVE_PRESETS[value]
+                continue
             if (section, key) == ("model", "gpu_compute"):
                 changes["gpu_compute_s"] = parse("[model] gpu_compute", value, "time")
                 continue
             if (section, key) in (("links", "pairs"), ("links", "names")):
+                continue
+            if (section, key) == ACTIVE:
+                changes["active_params"] = parse("[model] active_params", value, "count")
                 continue
             if name is None:
                 allowed = sorted([k for s, k in by_key if s == section] + [k for s, k in extra if s == section])
@@ -789,7 +891,8 @@ def from_toml_dict(data: dict) -> Scenario:
     if "uncertain" in data:
         from .distributions import from_table
 
-        sc = dataclasses.replace(sc, uncertain=from_table(data["uncertain"], registry))
+        sc = dataclasses.replace(sc, uncertain=from_table(data["uncertain"], registry,
+                                                          fields=field_table()))
     c = changes.get("gpu_compute_s")
     if c is not None and ("gpu_peak_FLOPs" in changes or gpu is not None):
         changes.pop("gpu_compute_s")
@@ -898,3 +1001,11 @@ def load(path: str | os.PathLike) -> Scenario:
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(f"scenario file {os.fspath(path)!r} is not valid TOML: {e}") from None
     return from_toml_dict(data)
+
+
+def field_table():
+    """The numeric fields as data (:class:`bandjax.distributions.Fields`), for the modules below
+    the scenario that check parameter names and values against them without importing it."""
+    from .distributions import Fields
+
+    return Fields(table=FIELDS, limits=LIMITS, check=check_field)

@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import breakeven as _be
+from .parameters import with_parameters
 from .scenario import Scenario
 from .step import step_s
 
@@ -38,7 +39,7 @@ def _scaled(theta, names, z):
         p = jnp.asarray(_be.get_parameter(theta, name), dtype=float)
         values[name] = jnp.where(jnp.isfinite(p) & (p != 0), p * jnp.exp(z[i]), p)
     steps_a, steps_b = values.pop("steps_a", steps_a), values.pop("steps_b", steps_b)
-    return _be.with_parameters(sc, values), steps_a, steps_b
+    return with_parameters(sc, values), steps_a, steps_b
 
 
 @partial(jax.jit, static_argnames=("k", "bandwidth", "grid", "max_roots"))

@@ -1,5 +1,5 @@
-"""Module pipeline and per-variant step time (docs/model.md sections 4, 5, 9, 13 and 15), in pure
-``jax.numpy``.
+"""Module pipeline and per-variant step time (docs/model.md sections 4, 5, 9, 13, 14 and 15), in
+pure ``jax.numpy``.
 
 Everything here is written for one point of a scenario and broadcasts over whatever array shapes
 the scenario's fields hold. The last axis of a per-variant result is the variant, in the order of
@@ -10,11 +10,11 @@ the scenario's registry (``sc.ids``); the component axis of :func:`step_terms_s`
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from . import _jax  # noqa: F401  (64-bit floats, the Scenario PyTree)
 import jax
 import jax.numpy as jnp
-
 import numpy as np
 
 from . import links as _links
@@ -94,9 +94,45 @@ def _mesh_times_s(sc: Scenario, t: _v.Traffic):
     return wan, lat
 
 
-def wan_terms_s(sc: Scenario, t: _v.Traffic) -> tuple:
+def _ring_times_s(sc: Scenario, t: _v.Traffic):
+    """A ring's bytes per link / its slowest link's B and (hops / K) x the sum of its links'
+    latencies, each broadcastable to (..., variant)."""
+    K = sc.links.K
+    rb, rl = _link_rel(sc, _links.ring_pairs(K))
+    ring_wan = t.wan_B / (col(sc.wan_Bps) * np.min(rb))
+    ring_lat = t.hops * col(sc.wan_latency_s) * (np.sum(rl) / K)  # exactly hops x l for equal links
+    return ring_wan, ring_lat
+
+
+def wan_link_terms_s(sc: Scenario, t: _v.Traffic) -> tuple:
+    """The WAN terms of one sync link by link, (bytes part, latency part), s, each on a trailing
+    link axis: shape (..., variant, link).
+
+    Equal links (``sc.links`` None): one entry, :func:`wan_terms_s`'s. Per-link values: on a mesh
+    each link of :func:`bandjax.links.mesh_pairs` (bytes / B_ij, hops x l_ij); on a ring the one
+    term of section 15 (slowest ring link, (hops / K) x the ring's latencies) in every entry. So a
+    fragment sync's WAN time is the largest over the axis of bytes part / F + latency part, which
+    is what :func:`wan_terms_s` selects (used where a question needs every link, as
+    :mod:`bandjax.need` does).
+    """
+    if sc.links is None:
+        wan, lat = wan_terms_s(sc, t)
+        return wan[..., None], lat[..., None]
+    ring_wan, ring_lat = _ring_times_s(sc, t)
+    wan, lat = jnp.broadcast_arrays(*_mesh_times_s(sc, t))
+    mesh = col(sc.topology)[..., None] == 1
+    return jnp.where(mesh, wan, ring_wan[..., None]), jnp.where(mesh, lat, ring_lat[..., None])
+
+
+def _fragment_time_s(wan, lat, fragments):
+    """Each mesh link's time for one fragment sync, bytes / (F B_ij) + hops x l_ij (F static)."""
+    F = np.asarray(fragments, dtype=float)
+    return wan + lat if np.all(F == 1) else wan / F[..., None] + lat
+
+
+def wan_terms_s(sc: Scenario, t: _v.Traffic, fragments=1) -> tuple:
     """The WAN terms of one sync, (bytes part, latency part), each broadcastable to
-    (..., variant), s (docs/model.md sections 13 and 15).
+    (..., variant), s (docs/model.md sections 13, 14 and 15).
 
     Equal links (``sc.links`` None): bytes per link / B and hops x l. Per-link values (B_ij =
     wan_Bps x bandwidth_rel, l_ij = wan_latency_s x latency_rel):
@@ -104,18 +140,20 @@ def wan_terms_s(sc: Scenario, t: _v.Traffic) -> tuple:
         ring   bytes per link / (the smallest B on the ring) + (hops / K) x (sum of the ring's l)
         mesh   the largest over links of bytes per link / B_ij + hops x l_ij, split at that link
 
+    ``fragments`` (F, static, broadcastable to (variant,)): the mesh's binding pair is the one
+    whose FRAGMENT sync finishes last, bytes / (F B_ij) + hops x l_ij (section 14: a fragment
+    carries 1/F of the bytes and pays the latency in full); the bytes part returned is still one
+    whole sync's (the caller divides it by F). A ring's terms do not depend on F.
+
     ``t`` is :func:`traffic_B`'s. Both are computed and the topology leaf selects (0 ring, 1 mesh),
     so a sweep over the topology is one compiled call.
     """
     B, l = col(sc.wan_Bps), col(sc.wan_latency_s)
     if sc.links is None:
         return t.wan_B / B, t.hops * l
-    K = sc.links.K
-    rb, rl = _link_rel(sc, _links.ring_pairs(K))
-    ring_wan = t.wan_B / (B * np.min(rb))
-    ring_lat = t.hops * l * (np.sum(rl) / K)  # the mean ring latency: exactly 1 for equal links
+    ring_wan, ring_lat = _ring_times_s(sc, t)
     wan, lat = jnp.broadcast_arrays(*_mesh_times_s(sc, t))
-    k = jnp.argmax(wan + lat, axis=-1)[..., None]
+    k = jnp.argmax(_fragment_time_s(wan, lat, fragments), axis=-1)[..., None]
     mesh_wan = jnp.take_along_axis(wan, k, axis=-1)[..., 0]
     mesh_lat = jnp.take_along_axis(lat, k, axis=-1)[..., 0]
     mesh = col(sc.topology) == 1
@@ -127,8 +165,9 @@ def pacing_link_index(sc: Scenario):
     :func:`bandjax.links.mesh_pairs` (K) (i -> j, i != j, row by row).
 
     On a ring the slowest ring link (the first in ring order among equals); on a mesh the link
-    whose bytes / B_ij + hops x l_ij is largest (the first among equals). Equal links name the
-    first link in use (dc0 -> dc1).
+    whose fragment sync's bytes / (F B_ij) + hops x l_ij is largest (the first among equals; F
+    the variant's fragments, 1 unless it syncs in fragments). Equal links name the first link in
+    use (dc0 -> dc1).
     """
     t = traffic_B(sc)
     if sc.links is None:
@@ -138,13 +177,15 @@ def pacing_link_index(sc: Scenario):
     rb, _ = _link_rel(sc, _links.ring_pairs(K))
     ring = pairs.index(_links.ring_pairs(K)[int(np.argmin(rb))])
     wan, lat = jnp.broadcast_arrays(*_mesh_times_s(sc, t))
-    mesh = jnp.argmax(wan + lat, axis=-1)
+    mesh = jnp.argmax(_fragment_time_s(wan, lat, sync_method(sc).fragments), axis=-1)
     return jnp.where(col(sc.topology) == 1, mesh, ring)
 
 
-def comm_parts_s(sc: Scenario) -> tuple:
-    """The communication terms of every variant (all but c), after the division by H, in
-    :data:`COMPONENTS` order from ``module_port`` on.
+def comm_parts_s(sc: Scenario, fragments=1) -> tuple:
+    """The communication terms of ONE sync of every variant (all but c), in :data:`COMPONENTS`
+    order from ``module_port`` on (docs/model.md sections 5, 13 and 15; sections 9 and 14 apply
+    the rounds in :func:`step_parts_s`). ``fragments``: as in :func:`wan_terms_s` (which mesh
+    pair binds a fragment sync); :func:`fragment_parts_s` passes each variant's F.
 
     Each is broadcastable to (..., variant) but not broadcast: on an outer-product grid most terms
     depend on one axis only, so sums of these stay one fused pass over the grid instead of a
@@ -154,34 +195,103 @@ def comm_parts_s(sc: Scenario) -> tuple:
         WAN bytes per link / B | hops x latency | d      (the WAN: :func:`wan_terms_s`)
     """
     t = traffic_B(sc)
-    wan, wan_latency = wan_terms_s(sc, t)
+    wan, wan_latency = wan_terms_s(sc, t, fragments)
     stages = module_stages_s(sc)
     module_parts = jnp.where(binding_stage(stages), stages, 0.0)  # (..., stage)
     has_module = jnp.array([v.module for v in sc.variants])  # (variant,)
     fixed = jnp.stack([jnp.asarray(sc.fixed_s[v], dtype=float) for v in sc.ids], axis=-1)
-    comm = [*(jnp.where(has_module, module_parts[..., i, None], 0.0) for i in range(len(STAGES))),
-            t.qsfp_B / col(sc.qsfp_port_Bps), t.port_B / col(sc.worker_port_Bps),
-            wan, wan_latency, fixed]
+    return (*(jnp.where(has_module, module_parts[..., i, None], 0.0) for i in range(len(STAGES))),
+            t.qsfp_B / col(sc.qsfp_port_Bps), t.port_B / col(sc.worker_port_Bps), wan, wan_latency,
+            fixed)
+
+
+# The terms of one sync that scale with its bytes (a fragment carries 1/F of them); the WAN's
+# latency and d are paid in full by every fragment (docs/model.md section 14).
+BYTE_COMPONENTS = ("module_port", "module_optics", "module_compute", "module_fpga", "qsfp", "port",
+                   "wan")
+
+
+class Method(NamedTuple):
+    """How each variant syncs, arrays broadcastable to (..., variant): ``H`` inner steps a round,
+    ``delay`` tau (inner steps a sync may run late), ``fragments`` F."""
+
+    H: object
+    delay: object
+    fragments: object
+
+
+def sync_method(sc: Scenario) -> Method:
+    """Each variant's H, tau and F: its own, or the scenario's ``sync_every_H``, 0 and 1.
+
+        H = where(variant sets H, its H, sc.sync_every_H)      shape (..., variant)
+
+    tau and F are static (NumPy, from the registry), so a registry that syncs every step in one
+    piece without delay runs the same operations as before rounds existed, bit for bit.
+    """
+    own = [v.sync_every for v in sc.variants]
     H = col(sc.sync_every_H)
-    return tuple(c / H for c in comm)
+    if any(h is not None for h in own):
+        has_own = np.array([h is not None for h in own])
+        own_H = np.array([1.0 if h is None else float(h) for h in own])
+        H = jnp.where(has_own, own_H, H)
+    delay = np.array([float(v.delay) for v in sc.variants])
+    fragments = np.array([float(v.fragments) for v in sc.variants])
+    return Method(H, delay, fragments)
 
 
-def exposed_s(c, comm, overlap):
-    """The communication left after the overlap hides what it can: max(0, comm - f c)."""
-    return jnp.maximum(0.0, comm - overlap * c)
+def _ones(x) -> bool:
+    return isinstance(x, (np.ndarray, np.number, float, int)) and bool(np.all(np.asarray(x) == 1))
+
+
+def _zeros(x) -> bool:
+    return isinstance(x, (np.ndarray, np.number, float, int)) and bool(np.all(np.asarray(x) == 0))
+
+
+def fragment_parts_s(sc: Scenario, parts=None, method: Method | None = None) -> tuple:
+    """The terms of one fragment's sync: :func:`comm_parts_s` with the byte terms divided by F
+    (:data:`BYTE_COMPONENTS`); latency and d in full."""
+    F = (sync_method(sc) if method is None else method).fragments
+    parts = comm_parts_s(sc, F) if parts is None else parts
+    # Every term is divided (by 1 where it is paid in full), by values XLA cannot fold away: the
+    # sums below then compile the same way whatever the grid's shape, so a chunked winner map
+    # equals the whole one bit for bit.
+    F, one = jax.lax.optimization_barrier((jnp.asarray(F), jnp.ones_like(jnp.asarray(F))))
+    return tuple(p / (F if name in BYTE_COMPONENTS else one)
+                 for name, p in zip(COMPONENTS[1:], parts))
+
+
+def window_s(c, overlap, delay=0.0):
+    """What a sync can hide behind: (f + tau) c, s."""
+    return overlap * c if _zeros(delay) else (overlap + delay) * c
+
+
+def exposed_s(c, comm, overlap, delay=0.0):
+    """The communication of one (fragment) sync left after its window: max(0, comm - (f + tau) c)."""
+    return jnp.maximum(0.0, comm - window_s(c, overlap, delay))
+
+
+def rounds_step_s(c, comm_frag, overlap, m: Method):
+    """Step time with syncs in rounds (docs/model.md section 14), s:
+
+        step = c + F max(0, comm_frag - (f + tau) c) / H
+    """
+    exposed = exposed_s(c, comm_frag, overlap, m.delay)
+    return c + (exposed if _ones(m.fragments) else m.fragments * exposed) / m.H
 
 
 def step_parts_s(sc: Scenario) -> tuple:
     """(c, *communication terms): the terms of :func:`step_terms_s`, the communication ones
-    scaled by their exposed share, so they sum to the step (:func:`comm_parts_s` for the raw ones).
+    scaled by their exposed share, so they sum to the step (:func:`comm_parts_s` for one sync's).
     """
     c = col(sc.gpu_compute_s)
-    comm = comm_parts_s(sc)
-    total = sum_parts(comm)
-    exposed = exposed_s(c, total, col(sc.overlap_fraction))
+    m = sync_method(sc)
+    frag = fragment_parts_s(sc, method=m)
+    total = sum_parts(frag)
+    exposed = exposed_s(c, total, col(sc.overlap_fraction), m.delay)
     # Hot spots split the exposed communication over its terms in proportion.
     share = jnp.where(total > 0, exposed / jnp.where(total > 0, total, 1.0), 0.0)
-    return (c, *(p * share for p in comm))
+    scale = share / m.H if _ones(m.fragments) else share * m.fragments / m.H
+    return (c, *(p * scale for p in frag))
 
 
 def step_terms_s(sc: Scenario):
@@ -192,8 +302,9 @@ def step_terms_s(sc: Scenario):
         in-network sum of b      c + G/port + module + 2 b/qsfp    + WAN(b) + d    (E')
 
     WAN(p) = bytes per directed link / B + hops x latency (:mod:`bandjax.variants`), N = K n. Only
-    the module's binding stage holds time. Syncing every H steps divides every term but c by H;
-    with overlap f the communication terms are scaled so that they sum to max(0, comm - f c).
+    the module's binding stage holds time. With syncs in rounds (H, tau, F of each variant, docs/
+    model.md section 14) the communication terms are scaled so that they sum to
+    F max(0, comm_frag - (f + tau) c) / H.
     """
     return jnp.stack(jnp.broadcast_arrays(*step_parts_s(sc)), axis=-1)
 
@@ -218,7 +329,13 @@ def sum_parts(parts):
 
 
 def step_s(sc: Scenario):
-    """Step time of every variant, shape (..., variant), s: c + max(0, comm - f c)."""
+    """Step time of every variant, shape (..., variant), s: c + F max(0, comm_frag - (f + tau) c) / H,
+    comm_frag = one sync's byte terms / F + latency + d (docs/model.md section 14)."""
     c = col(sc.gpu_compute_s)
-    comm = sum_parts(comm_parts_s(sc))
-    return c + exposed_s(c, comm, col(sc.overlap_fraction))
+    m = sync_method(sc)
+    return rounds_step_s(c, sum_parts(fragment_parts_s(sc, method=m)), col(sc.overlap_fraction), m)
+
+
+def compute_utilisation(sc: Scenario):
+    """Compute utilisation of every variant, c / step, shape (..., variant), unit 1."""
+    return col(sc.gpu_compute_s) / step_s(sc)

@@ -47,7 +47,7 @@ OF = ("sweep", "winner")  # what a store holds: the sweep's Dataset or the winne
 def _compute(of: str):
     """The function whose Dataset a store of ``of`` holds (:data:`OF`)."""
     if of == "winner":
-        from .winner import winner
+        from .winmap import winner
         return winner
     return sweep
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .labels import COORD_ATTRS, as_list, budgets_FLOPs, models, positive
-from .scenario import (BASES, DEFAULT_UTILISATION, FIELDS, GPUS, STUDY_GPU_FLOPs, Scenario,
-                       check_field)
+from .labels import COORD_ATTRS, as_list, budgets_FLOPs, is_dimension, models, positive
+from .scenario import (ACTIVE_PRESETS, BASES, DEFAULT_UTILISATION, FIELDS, GPUS, STUDY_GPU_FLOPs,
+                       Scenario, check_field, check_methods)
 from .units import SI, ScenarioError
 from .variants import TOPOLOGIES
 
@@ -132,8 +132,7 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
 
     def add(name, raw, coords, field_values, attrs=None):
         attrs = COORD_ATTRS.get(name, {}) if attrs is None else attrs
-        _, is_dim = as_list(name, raw)
-        if is_dim:
+        if is_dimension(raw):
             axes.append(Axis(name, list(coords), attrs, field_values))
         else:
             scalars[name] = coords[0]
@@ -143,7 +142,13 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
     if bandwidth is not None:
         vals, _ = as_list("bandwidth", bandwidth)
         gbps = positive("bandwidth", vals, "GB/s")
-        add("bandwidth", bandwidth, gbps, {"wan_Bps": [g * 1e9 for g in gbps]})
+        with np.errstate(over="ignore"):
+            bps = np.asarray(gbps) * 1e9
+        if not np.all(np.isfinite(bps)):
+            bad = vals[int(np.argmin(np.isfinite(bps)))]
+            raise ValueError(f"bandwidth = {bad!r}: must be a finite number > 0 GB/s whose B/s is "
+                             f"finite (at most {np.finfo(float).max / 1e9:.3g} GB/s)")
+        add("bandwidth", bandwidth, gbps, {"wan_Bps": bps.tolist()})
     enobs = [float(sc.enob)]
     if enob is not None:
         vals, _ = as_list("enob", enob)
@@ -155,11 +160,16 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
     if budget is not None:
         vals, _ = as_list("budget", budget)
         flops = budgets_FLOPs(sc, vals)
-        add("budget", budget, [f / 1e9 for f in flops], {"budget_FLOPs": flops})
+        add("budget", budget, (np.asarray(flops) / 1e9).tolist(), {"budget_FLOPs": flops})
     if model is not None:
         vals, is_dim = as_list("model", model)
         labels, params = models(vals)
-        add("model", model, labels, {"params": params})
+        sets = {"params": params}
+        if any(isinstance(m, str) and m in ACTIVE_PRESETS for m in vals):
+            # a mixture-of-experts preset computes with its active parameters (the others: dense)
+            sets["active_params"] = [ACTIVE_PRESETS.get(m, p) if isinstance(m, str) else p
+                                     for m, p in zip(vals, params)]
+        add("model", model, labels, sets)
         extra["params"] = (("model",) if is_dim else (), np.asarray(params if is_dim else params[0]),
                            COORD_ATTRS["params"])
     if gpu is not None:
@@ -185,7 +195,10 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
     if H is not None:
         vals, _ = as_list("H", H)
         hs = positive("H", vals, "steps")
-        add("H", H, hs, {"sync_every_H": hs})
+        # each variant's delay and fragments must fit every H it takes
+        check_methods(tuple(v for v in sc.variants if not v.own_method), hs)
+        add("H", H, hs, {"sync_every_H": hs},
+            {**COORD_ATTRS.get("H", {}), "note": "variants that set their own H keep it"})
     bases = ["hypothesis"]
     if basis is not None:
         vals, _ = as_list("basis", basis)
@@ -198,15 +211,20 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
         vals, _ = as_list(name, values)
         if name == "topology":
             raise ValueError("topology: give it as topology='ring' or 'mesh', not by number")
-        floats = [float(x) if not isinstance(x, bool) else x for x in vals]
+        if set(map(type, vals)) <= {float, int}:  # plain numbers: at once
+            floats = np.asarray(vals, dtype=float).tolist()
+        else:
+            floats = [float(x) if not isinstance(x, bool) else x for x in vals]
         check_field(name, floats)
         add(name, values, floats, {name: floats}, {"units": SI[FIELDS[name][2]]}
             if FIELDS[name][2] in SI else {})
     for a in axes:
         for k, v in a.fields.items():
-            check_field(k, v)
+            if k in FIELDS:  # (active_params comes from a preset: already valid)
+                check_field(k, v)
     for k, v in overrides.items():
-        check_field(k, v)
+        if k in FIELDS:
+            check_field(k, v)
 
     registry = sc.ids
     vids, variant_is_dim = as_list("variant", list(registry) if variant is None else variant)

@@ -5,8 +5,10 @@ An uncertain input is a distribution (:mod:`bandjax.distributions`: Normal, LogN
 Seeds) on one parameter: a numeric scenario field (by name, file key or ``gpu``, the GPU rate), a
 variant's fixed time (``d.<variant>`` / ``fixed_s.<variant>``) or a variant's steps to target
 (``steps.<variant>``; a variant whose rule takes them, as E' takes E's, follows through its rule).
-A :class:`bandjax.calibrate.Calibration` is a multivariate normal on the parameters it fitted
-(its estimate and covariance). Without ``uncertain`` the scenario's own (``Scenario.uncertain``,
+A :class:`bandjax.calibration.Calibration` (or the ``multinormal`` entry a saved calibration
+writes) is a multivariate normal on the parameters it fitted (its estimate and covariance), each
+drawn on its interval's scale (:class:`bandjax.distributions.MultiNormal`); it propagates together
+with any further inputs. Without ``uncertain`` the scenario's own (``Scenario.uncertain``,
 a file's ``[uncertain]`` table) are propagated.
 
     propagate_break_even   the break-even bandwidth of a pair: quantiles (5%, 50%, 95%) over the
@@ -31,13 +33,16 @@ import xarray as xr
 
 from . import _jax
 from . import breakeven as _be
-from .calibrate import Calibration, with_parameters
-from .distributions import STEPS_PREFIX, LogNormal, Normal, Seeds, Uniform, _require, check_center, resolve
+from .calibration import Calibration
+from .distributions import (STEPS_PREFIX, LogNormal, MultiNormal, Normal, Seeds, Uniform, _require, check_center,
+                            resolve)
 from .metrics import steps_to_target, time_to_target_s
-from .scenario import Scenario
+from .parameters import with_parameters
+from .scenario import Scenario, field_table
 from .step import step_s
 
 QUANTILES = (0.05, 0.5, 0.95)
+SKEWED = 0.1  # |Bowley skewness| of the Monte Carlo quantiles above which the delta interval is not shown first
 
 
 # --------------------------------------------------------------------------- draws
@@ -54,18 +59,40 @@ class Draws:
 
 
 def inputs(sc: Scenario, uncertain=None) -> dict:
-    """The uncertain inputs to propagate: ``uncertain`` (name -> distribution, a Calibration, or
-    pairs (name, distribution)), or else the scenario's own (``Scenario.uncertain``)."""
+    """The uncertain inputs to propagate, as key -> distribution: ``uncertain`` (a mapping name ->
+    distribution or Calibration, a Calibration, or a list or tuple whose items are any of these
+    or (name, distribution) pairs, all propagated together), or else the scenario's own
+    (``Scenario.uncertain``). A Calibration becomes its :meth:`Calibration.distribution`."""
     if uncertain is None:
         uncertain = sc.uncertain
-    if isinstance(uncertain, Calibration):
-        uncertain = {"calibration": uncertain}
-    uncertain = dict(uncertain)
-    if not uncertain:
+    out: dict = {}
+
+    def add(key, dist):
+        if isinstance(dist, Calibration):
+            ok = np.all(np.isfinite(dist.cov))
+            _require(ok, key, "the calibration's parameters are not identifiable", "identifiable")
+            dist = dist.distribution()
+        if key in out:
+            raise ValueError(f"uncertain: {key!r} is given twice")
+        out[key] = dist
+
+    items = [uncertain] if isinstance(uncertain, (Calibration, dict)) else list(uncertain)
+    for item in items:
+        if isinstance(item, Calibration):
+            add(f"calibration{'' if 'calibration' not in out else len(out)}", item)
+        elif isinstance(item, dict):
+            for key, dist in item.items():
+                add(key, dist)
+        elif isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], str):
+            add(*item)
+        else:
+            raise ValueError(f"uncertain item {item!r}: expected a Calibration, a mapping name -> "
+                             "distribution or a pair (name, distribution)")
+    if not out:
         raise ValueError("uncertain = {}: no uncertain inputs; give uncertain={name: distribution} "
                          "or an [uncertain] table in the scenario file, e.g. "
                          "wan = { normal = [\"12.5 GB/s\", \"1 GB/s\"] }")
-    return uncertain
+    return out
 
 
 def draw(sc: Scenario, uncertain, samples: int, seed: int) -> Draws:
@@ -76,21 +103,21 @@ def draw(sc: Scenario, uncertain, samples: int, seed: int) -> Draws:
     uncertain = inputs(sc, uncertain)
     rng = np.random.default_rng(seed)
     names, cols, centers, blocks = [], [], [], []
+    fields = field_table()
     for key, dist in uncertain.items():
-        if isinstance(dist, Calibration):
-            ok = np.all(np.isfinite(dist.cov))
-            _require(ok, key, "the calibration's parameters are not identifiable", "identifiable")
-            names += list(dist.names)
-            cols.append(rng.multivariate_normal(dist.estimate, dist.cov, samples))
-            centers += list(dist.estimate)
-            blocks.append(np.asarray(dist.cov))
+        if isinstance(dist, MultiNormal):
+            dist.check(key, fields)
+            names += [resolve(n, sc.variants, fields=fields, steps=False) for n in dist.names]
+            cols.append(dist.sample(rng, samples))
+            centers += list(dist.mean)
+            blocks.append(np.asarray(dist.variance))
             continue
         if not hasattr(dist, "sample"):
             raise ValueError(f"uncertain {key!r} = {dist!r}: expected Normal, LogNormal, Uniform, "
                              "Seeds or a Calibration")
-        dist.check(key)
-        names.append(resolve(key, sc.variants))
-        check_center(names[-1], dist)
+        dist.check(key, fields)
+        names.append(resolve(key, sc.variants, fields=fields))
+        check_center(names[-1], dist, fields)
         cols.append(np.asarray(dist.sample(rng, samples), dtype=float)[:, None])
         centers.append(dist.center)
         blocks.append(np.array([[dist.variance]]))
@@ -152,8 +179,12 @@ class BreakEvenUncertainty:
 
     ``quantiles_GBps`` over :data:`QUANTILES` from Monte Carlo (among samples with a crossing in
     range; ``crossing_share`` says how many have one); ``delta_GBps`` the same quantiles from the
-    delta method; ``p_a_wins`` (bandwidth,) the probability that a reaches the target first at each
-    of ``bandwidth_GBps``; ``roots_GBps`` (samples,) every sample's first crossing (NaN: none).
+    delta method (symmetric by construction); ``skewness`` the Monte Carlo quantiles' Bowley
+    skewness (q95 + q5 - 2 q50) / (q95 - q5), and ``skewed`` whether it exceeds
+    :data:`SKEWED` in size: then the delta interval misplaces the mass and :attr:`interval_GBps`
+    (the one to show first) is the Monte Carlo's; ``p_a_wins`` (bandwidth,) the probability that
+    a reaches the target first at each of ``bandwidth_GBps``; ``roots_GBps`` (samples,) every
+    sample's first crossing (NaN: none).
     """
 
     a: str
@@ -170,11 +201,30 @@ class BreakEvenUncertainty:
     p_a_wins: np.ndarray
     roots_GBps: np.ndarray
 
+    @property
+    def skewness(self) -> float:
+        q = self.quantiles_GBps
+        width = q[2] - q[0]
+        return float((q[2] + q[0] - 2 * q[1]) / width) if width > 0 else 0.0 if np.isfinite(width) else math.nan
+
+    @property
+    def skewed(self) -> bool:
+        return bool(abs(self.skewness) > SKEWED)
+
+    @property
+    def interval_GBps(self) -> np.ndarray:
+        """The quantiles to show first: the Monte Carlo's where it is skewed or the delta method
+        has no answer, else the delta method's (they then agree)."""
+        return self.quantiles_GBps if self.skewed or not np.all(np.isfinite(self.delta_GBps)) else self.delta_GBps
+
     def summary(self) -> str:
         q, d = self.quantiles_GBps, self.delta_GBps
+        skew = (f"; the Monte Carlo is skewed ({self.skewness:+.2f}), so the delta method's symmetric "
+                "interval misplaces it" if self.skewed else "")
         return (f"{self.a} vs {self.b} ({self.basis}): break-even median {q[1]:.4g} GB/s, 90% "
                 f"interval {q[0]:.4g} to {q[2]:.4g} GB/s (Monte Carlo, {self.crossing_share:.1%} of "
-                f"samples cross in range); delta method {d[1]:.4g} GB/s, {d[0]:.4g} to {d[2]:.4g} GB/s")
+                f"samples cross in range); delta method {d[1]:.4g} GB/s, {d[0]:.4g} to {d[2]:.4g} GB/s"
+                + skew)
 
 
 @partial(jax.jit, static_argnames=("fields", "steps_index"))
@@ -334,5 +384,6 @@ def propagate_sweep(sc: Scenario, uncertain, samples: int = 10_000, seed: int = 
     return ds
 
 
-__all__ = ["BreakEvenUncertainty", "Draws", "LogNormal", "Normal", "QUANTILES", "Seeds", "Uniform",
+__all__ = ["BreakEvenUncertainty", "Draws", "LogNormal", "MultiNormal", "Normal", "QUANTILES", "SKEWED", "Seeds",
+           "Uniform",
            "draw", "prepare", "propagate_break_even", "sample_roots", "propagate_sweep"]

@@ -21,12 +21,14 @@ UNITS: dict[str, dict[str, float]] = {
     "power": {"W": 1.0, "mW": 1e-3, "kW": 1e3},
     "energy_per_flop": {"pJ/FLOP": 1e-12, "J/FLOP": 1.0, "fJ/FLOP": 1e-15, "nJ/FLOP": 1e-9},
     "energy_per_bit": {"pJ/bit": 1e-12, "J/bit": 1.0, "fJ/bit": 1e-15, "nJ/bit": 1e-9},
+    "bytes": {"MB": 1e6, "B": 1.0, "kB": 1e3, "GB": 1e9, "KiB": 1024.0, "MiB": 1024.0 ** 2,
+              "GiB": 1024.0 ** 3},
     "count": {"": 1.0},
 }
 
 # dimension -> its SI unit, as written in attrs["units"]
 SI = {"byte_rate": "B/s", "time": "s", "flop_rate": "FLOP/s", "sample_rate": "S/s", "power": "W",
-      "energy_per_flop": "J/FLOP", "energy_per_bit": "J/bit", "count": "1"}
+      "energy_per_flop": "J/FLOP", "energy_per_bit": "J/bit", "bytes": "B", "count": "1"}
 
 
 class ScenarioError(ValueError):

@@ -86,6 +86,11 @@ class Variant:
       rule: the :class:`Rule` when ``steps == "rule"``.
       d_s: its default fixed time d, s (the scenario holds the value used, ``fixed_s[id]``).
       colour: position in plots' colour order.
+      sync_every: H, inner steps a round (docs/model.md section 14); None: the scenario's
+        ``sync_every_H``.
+      delay: tau, whole inner steps a sync may run before its result is applied (0: blocking;
+        at most H - 1, checked where H is known).
+      fragments: F, whole, the model synced in F fragments spread over the round (1 to H).
     """
 
     id: str
@@ -100,6 +105,9 @@ class Variant:
     rule: Rule | None = None
     d_s: float = 0.0
     colour: int = 0
+    sync_every: float | None = None
+    delay: int = 0
+    fragments: int = 1
 
     def __post_init__(self):
         def bad(what, value, allowed):
@@ -120,6 +128,22 @@ class Variant:
                              "only for a dense payload, and > 0 bytes a parameter")
         if not (math.isfinite(self.d_s) and self.d_s >= 0):
             raise ValueError(f"variant {self.id!r}: d_s = {self.d_s!r}: must be >= 0 s")
+        if self.sync_every is not None and not (_whole(self.sync_every) and self.sync_every >= 1):
+            raise ValueError(f"variant {self.id!r}: sync_every = {self.sync_every!r}: must be a whole "
+                             "number of inner steps >= 1 (or None: the scenario's H)")
+        if not (_whole(self.delay) and self.delay >= 0):
+            raise ValueError(f"variant {self.id!r}: delay = {self.delay!r}: must be a whole number "
+                             "of inner steps >= 0 (and at most H - 1)")
+        if not (_whole(self.fragments) and self.fragments >= 1):
+            raise ValueError(f"variant {self.id!r}: fragments = {self.fragments!r}: must be a whole "
+                             "number >= 1 (and at most H)")
+        if self.sync_every is not None:
+            check_method(self, self.sync_every)
+
+    @property
+    def own_method(self) -> bool:
+        """Whether it sets its own H (the scenario's H does not move it)."""
+        return self.sync_every is not None
 
     @property
     def in_transit(self) -> bool:
@@ -130,6 +154,23 @@ class Variant:
     def basis_dependent(self) -> bool:
         """Whether its steps differ between the hypothesis and the exact basis."""
         return self.rule is not None and self.rule.basis_dependent
+
+
+def _whole(x) -> bool:
+    return (isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+            and math.isfinite(x) and float(x) == round(float(x)))
+
+
+def check_method(v: Variant, H) -> None:
+    """Raise ValueError unless tau <= H - 1 and F <= H for variant ``v`` at H (a number or an array
+    of the H a sweep or a scenario gives it); the message names the variant, key, value and range."""
+    H = np.asarray(H, dtype=float)
+    if np.any(v.delay > H - 1):
+        raise ValueError(f"variant {v.id!r}: delay = {v.delay!r} with H = {float(np.min(H)):g}: must "
+                         "be at most H - 1 inner steps")
+    if np.any(v.fragments > H):
+        raise ValueError(f"variant {v.id!r}: fragments = {v.fragments!r} with H = "
+                         f"{float(np.min(H)):g}: must be at most H")
 
 
 _E_PRIME = Rule(hypothesis=("band_pluggable",), exact=("band_pluggable", "band_gpu"))
@@ -147,6 +188,39 @@ VARIANTS: tuple[Variant, ...] = (
             module=True, steps="rule", rule=_E_PRIME, d_s=0.0227e-3, colour=5),
 )
 """The study's six variants (docs/model.md section 3), the default registry of a scenario."""
+
+# The field's ways of syncing in rounds (docs/model.md section 14): dense payloads over a ring
+# all-reduce, none of them among the study's six (so no study figure moves). Their steps to target
+# are not in the study: not measured (NaN) unless a user gives them; step time and compute
+# utilisation need none. Add them with ``Scenario.with_variants(METHODS)``.
+METHODS: tuple[Variant, ...] = (
+    # Data parallel with bf16 gradients: every step a ring all-reduce of 2 B a parameter
+    # (mixed-precision training, Micikevicius et al. 2018, arXiv:1710.03740; PyTorch DDP's bf16
+    # gradient compression hook).
+    Variant("dp_bf16", "data parallel, bf16 gradients", "DP bf16", "dense", "ring_allreduce",
+            bytes_per_param=2.0, sync_every=1, colour=6),
+    # DiLoCo: H inner steps per DC, then an all-reduce of the outer gradient (Douillard et al.
+    # 2023, "DiLoCo: Distributed Low-Communication Training of Language Models", arXiv:2311.08105);
+    # outer gradient in bf16, H = 100.
+    Variant("diloco", "DiLoCo, H = 100, bf16 outer gradient", "DiLoCo", "dense", "ring_allreduce",
+            bytes_per_param=2.0, sync_every=100, colour=7),
+    # Streaming DiLoCo: the model synced in F fragments spread over the round (Douillard et al.
+    # 2025, "Streaming DiLoCo with overlapping communication: Towards a Distributed Free Lunch",
+    # arXiv:2501.18512); F = 16 as in docs/model.md section 14's worked values.
+    Variant("streaming_diloco", "Streaming DiLoCo, H = 100, 16 fragments", "S-DiLoCo", "dense",
+            "ring_allreduce", bytes_per_param=2.0, sync_every=100, fragments=16, colour=8),
+    # Streaming DiLoCo with its outer gradient in FP4 (0.5 B a parameter) and the sync overlapped
+    # with one inner step, tau = 1 (the same paper, its "quantised communication" and
+    # "overlapping communication"); the delay is assumed not to change steps to target.
+    Variant("streaming_diloco_fp4", "Streaming DiLoCo, FP4 sync overlapped one step",
+            "S-DiLoCo FP4", "dense", "ring_allreduce", bytes_per_param=0.5, sync_every=100,
+            fragments=16, delay=1, colour=9),
+    # INTELLECT-1: DiLoCo with the pseudo-gradient all-reduced in int8, 1 B a parameter, H = 100
+    # inner steps (Prime Intellect 2024, "INTELLECT-1 Technical Report", arXiv:2412.01152).
+    Variant("intellect1_int8", "INTELLECT-1 int8 DiLoCo, H = 100", "int8 DiLoCo", "dense",
+            "ring_allreduce", bytes_per_param=1.0, sync_every=100, colour=10),
+)
+"""Ways of syncing in rounds from the field (docs/model.md section 14), outside the study."""
 
 IDS: tuple[str, ...] = tuple(v.id for v in VARIANTS)
 BY_ID: dict[str, Variant] = {v.id: v for v in VARIANTS}

@@ -16,15 +16,20 @@ import importlib
 import importlib.util
 import json
 import math
+import os
 import sys
 import time
 import traceback
 from pathlib import Path
 
-from bandjax._io import atomic_write_text
+# First calls are timed as compiling: bandjax's persistent compilation cache (bandjax._jax) would
+# make them read a previous run's work from disk instead. Set before bandjax configures jax.
+os.environ.setdefault("BANDJAX_NO_CACHE", "1")
 
-from . import common
-from . import sweep as sweep_bench
+from bandjax._io import atomic_write_text  # noqa: E402
+
+from . import common  # noqa: E402
+from . import sweep as sweep_bench  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).with_name("results.json")
 
@@ -36,10 +41,11 @@ EXTERNAL = {
     "store": ("benchmarks.store_bench", ("distributed_speedup",)),
     "winner": ("benchmarks.winner_bench", ("points_per_s", "ratio_sweep_argmin", "core_scaling")),
     "uncertainty": ("benchmarks.uncertainty", ("roots_per_s", "ratio_brentq")),
+    "need": ("benchmarks.need_bench", ("targets_per_s", "ratio_brentq")),
 }
 KEYS = {
     "sweep": ("cells_per_s", "ratio_numpy", "ratio_python", "compile_s", "scaling_exponent",
-              "fraction_of_memory_bw", "core_scaling"),
+              "fraction_of_memory_bw", "fraction_of_floor", "wrapper_s", "core_scaling"),
     "float32": ("speedup", "max_rel_err"),
     **{name: figures for name, (_, figures) in EXTERNAL.items()},
 }
@@ -95,12 +101,14 @@ def table(results: dict) -> str:
     s = results["sweep"]
     lines = ["", "Dense sweep (a cell = one variant at one grid point; cells/s, median of "
              f"{common.MIN_REPEAT}; ratios = bandjax.sweep's rate / baseline's rate)", "",
-             f"{'cells':>10} {'sweep':>10} {'core':>10} {'numpy':>10} {'python':>10} "
-             f"{'x numpy':>8} {'x python':>9} {'compile s':>9}"]
+             f"{'cells':>10} {'sweep':>10} {'core':>10} {'floor':>10} {'numpy':>10} {'python':>10} "
+             f"{'x floor':>8} {'x numpy':>8} {'x python':>9} {'compile s':>9}"]
     for r in s["sizes"]:
         lines.append(f"{r['cells']:>10.3g} {r['sweep']['cells_per_s']:>10.3g} "
-                     f"{r['core']['cells_per_s']:>10.3g} {r['numpy']['cells_per_s']:>10.3g} "
-                     f"{r['python']['cells_per_s']:>10.3g} {r['sweep']['ratio_numpy']:>8.3g} "
+                     f"{r['core']['cells_per_s']:>10.3g} {r['floor']['cells_per_s']:>10.3g} "
+                     f"{r['numpy']['cells_per_s']:>10.3g} {r['python']['cells_per_s']:>10.3g} "
+                     f"{r['sweep']['cells_per_s'] / r['floor']['cells_per_s']:>8.3g} "
+                     f"{r['sweep']['ratio_numpy']:>8.3g} "
                      f"{r['sweep']['ratio_python']:>9.3g} {r['sweep']['compile_s']:>9.3g}")
     mb = s["memory_bw"]
     lines += ["",
@@ -109,7 +117,16 @@ def table(results: dict) -> str:
               f"memory bandwidth (numpy copy, read + write): warm {mb['warm']['Bps'] / 1e9:.3g} GB/s, "
               f"fresh pages {mb['fresh']['Bps'] / 1e9:.3g} GB/s",
               f"at {s['headline_cells']:.3g} cells: sweep {_fmt(100 * s['fraction_of_memory_bw'], '%')} "
-              f"of memory bandwidth, core {_fmt(100 * s['core']['fraction_of_memory_bw'], '%')}"]
+              f"of memory bandwidth, core {_fmt(100 * s['core']['fraction_of_memory_bw'], '%')}, "
+              f"floor {_fmt(100 * s['floor']['fraction_of_memory_bw'], '%')}; sweep "
+              f"{_fmt(100 * s['fraction_of_floor'], '%')} of the floor's cells/s, core "
+              f"{_fmt(100 * s['core']['fraction_of_floor'], '%')}"]
+    w = s.get("wrapper")
+    if w:
+        lines.append("sweep wrapper (sweep - core, paired median) at "
+                     f"{next(iter(w.values()))['cells']:.3g} cells: "
+                     + ", ".join(f"{b} budgets {1e3 * x['wrapper_s']['median_s']:.2f} ms "
+                                 f"(core/sweep {x['fraction_of_core']:.2f})" for b, x in w.items()))
     pf = s.get("page_faults")
     if pf:
         d, r = pf["default"], pf["reuse_pages"]

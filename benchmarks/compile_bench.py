@@ -41,7 +41,8 @@ print(json.dumps({{"first_s": first_s, "first_cpu_s": first_cpu_s,
 def first_call(call: str) -> dict:
     """Times of ``call`` (a statement using ``bandjax`` and ``sc``) in a fresh process."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    env.pop("JAX_COMPILATION_CACHE_DIR", None)  # a first call compiles: no cache from disk
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)  # a first call compiles: no cache from disk,
+    env["BANDJAX_NO_CACHE"] = "1"  # neither JAX's nor bandjax's own (bandjax._jax)
     proc = subprocess.run([sys.executable, "-c", CHILD.format(call=call)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600, check=True)
     return json.loads(proc.stdout.strip().splitlines()[-1])

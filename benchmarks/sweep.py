@@ -37,8 +37,11 @@ QUANTITIES = numpy_baseline.QUANTITIES
 OUTPUT_B_PER_CELL = 8 * len(QUANTITIES)
 SIZES = (1e4, 1e5, 1e6, 1e7)
 BIG_SIZES = (1e8,)
-QUICK_SIZES = (1e4, 1e5)
+QUICK_SIZES = (1e4, 1e5, 1e6)  # the quick headline is still at 1e6 cells, past the fixed costs
 HEADLINE_CELLS = 1e7  # the size the headline figures (and the memory-bandwidth target) refer to
+WRAPPER_CELLS = 1e5  # the wrapper's cost is measured at this size, at each number of budgets
+WRAPPER_BUDGETS = (10, 100, 10_000)
+WRAPPER_REPEAT = 15  # paired runs: the wrapper is the difference of two times of a few ms
 FIT_FROM_CELLS = 1e5  # the cost curve is fitted from here up
 DISK_CELLS = 1e9
 
@@ -116,7 +119,7 @@ def run(quick: bool = False, big: bool = False, progress: bool = True) -> dict:
     fit_from = min(sizes) * 0.99 if quick else FIT_FROM_CELLS * 0.99
     repeat = common.MIN_REPEAT
     bandjax.sweep(bandwidth=[1.0, 2.0], quantities=QUANTITIES)  # start the backend once
-    bw_B = 2**26 if quick else 2**30  # quick: in cache, a smoke figure only
+    bw_B = 2**28 if quick else 2**30  # quick: still well past the last-level cache
     membw = common.memory_bandwidth(bw_B, repeat=repeat)
     per_size = []
     for cells in sizes:
@@ -141,6 +144,7 @@ def run(quick: bool = False, big: bool = False, progress: bool = True) -> dict:
         "scaling_exponent": common.fit_exponent([s["cells"] for s in fit],
                                                 [s["sweep"]["median_s"] for s in fit]),
         "fraction_of_memory_bw": fraction_of_bw(head["cells"], head["sweep"]["median_s"], membw),
+        "fraction_of_floor": head["sweep"]["cells_per_s"] / head["floor"]["cells_per_s"],
         # without the smallest fitted size, where a fixed cost per call outside jit still shows
         "scaling_exponent_from_1e6": common.fit_exponent(
             [s["cells"] for s in per_size if s["cells"] >= 0.99e6],
@@ -155,6 +159,7 @@ def run(quick: bool = False, big: bool = False, progress: bool = True) -> dict:
             "fraction_of_memory_bw": fraction_of_bw(head["cells"], head["core"]["median_s"], membw),
             "fraction_of_fresh_memory_bw": fraction_of_bw(head["cells"], head["core"]["median_s"],
                                                           membw, "fresh"),
+            "fraction_of_floor": head["core"]["cells_per_s"] / head["floor"]["cells_per_s"],
         },
         "fraction_of_fresh_memory_bw": fraction_of_bw(head["cells"], head["sweep"]["median_s"],
                                                       membw, "fresh"),
@@ -167,6 +172,13 @@ def run(quick: bool = False, big: bool = False, progress: bool = True) -> dict:
         "sizes": per_size,
     }
     if progress:
+        print(f"  sweep: wrapper at {WRAPPER_CELLS:.0e} cells, "
+              f"{', '.join(map(str, WRAPPER_BUDGETS))} budgets ...", file=sys.stderr, flush=True)
+    out["wrapper"] = wrapper_cost()
+    out["wrapper_s"] = {str(b): w["wrapper_s"]["median_s"] for b, w in out["wrapper"].items()}
+    out["wrapper_growth"] = (out["wrapper_s"][str(WRAPPER_BUDGETS[-1])]
+                             / out["wrapper_s"][str(WRAPPER_BUDGETS[0])])
+    if progress:
         print("  sweep: 1 core against 2 ...", file=sys.stderr, flush=True)
     from .winner_bench import SCALING_SIZE, core_scaling
     scaling = core_scaling("sweep", 1e5 if quick else SCALING_SIZE, repeat)
@@ -177,6 +189,45 @@ def run(quick: bool = False, big: bool = False, progress: bool = True) -> dict:
             print(f"  sweep: page-fault probe at {head['cells']:.0e} cells ...", file=sys.stderr,
                   flush=True)
         out["page_faults"] = page_fault_probe(head["cells"], repeat)
+    return out
+
+
+def wrapper_cost(cells: float = WRAPPER_CELLS, budgets=WRAPPER_BUDGETS,
+                 repeat: int = WRAPPER_REPEAT) -> dict:
+    """What :func:`bandjax.sweep` costs beyond its jitted core, at ``cells`` cells for each number
+    of budgets (the bandwidth axis shrinks as the budget axis grows).
+
+    The wrapper is everything but the jitted pass: argument checks, the scenario's arrays, the
+    coordinates, the budget labels and the ``xarray.Dataset``. Each of ``repeat`` runs times the
+    sweep and then its core on the same arrays, back to back; ``wrapper_s`` is the median of the
+    differences (paired, so that load shared with other processes cancels as far as it can).
+    ``fraction_of_core`` is the core's median time over the sweep's: 1 would be a free wrapper.
+    """
+    sc = bandjax.reference()
+    out = {}
+    for n_budget in budgets:
+        bw = np.geomspace(0.1, 1000.0, max(1, round(cells / len(_v.IDS) / n_budget)))
+        bud = np.geomspace(1.0, 1000.0, n_budget)
+        args = core_args(sc, bw, bud)
+
+        def user():
+            return bandjax.sweep(sc, bandwidth=bw, budget=bud, quantities=QUANTITIES)
+
+        def core():
+            return common._wait(grid._evaluate(*args, QUANTITIES))
+
+        user(), core()  # compile both at this shape
+        t_user, t_core = [], []
+        for _ in range(repeat):
+            for fn, times in ((user, t_user), (core, t_core)):
+                t0 = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - t0)
+        sweep_s, core_s = common.stats(t_user), common.stats(t_core)
+        out[str(n_budget)] = {
+            "budgets": n_budget, "bandwidths": len(bw), "cells": cells_of(bw, bud),
+            "wrapper_s": common.stats(np.subtract(t_user, t_core)), "sweep": sweep_s,
+            "core": core_s, "fraction_of_core": core_s["median_s"] / sweep_s["median_s"]}
     return out
 
 

@@ -1,4 +1,5 @@
-"""The shared-WAN discrete-event engine (docs/model.md sections 11 and 13): SimPy and NumPy only.
+"""The shared-WAN discrete-event engine (docs/model.md sections 11, 13, 14 and 15): SimPy and NumPy
+only.
 
 A run simulates a training job whose steps are built phase by phase from a :class:`Plan`:
 
@@ -10,9 +11,14 @@ A run simulates a training job whose steps are built phase by phase from a :clas
                         when the previous one is done); a link is done ``latency_s`` (hops x
                         one-way latency) after its last message leaves it.
 
-With overlap f the sync starts (1 - f) H c into its round of H steps instead of at the round's
-end, and the round ends when both the compute and every link are done, so at load 0 a step is
-c + max(0, comm / H - f c), the closed form's (comm: the sync's phases, WAN bytes / B and latency).
+Syncs in rounds (docs/model.md section 14): a round is H c of compute with F fragment syncs, one
+at each sync point (every H / F steps). Fragment j's sync starts f c before its sync point (its
+gradients are ready during that step's backward) and is due ``delay`` (tau) steps after it; where
+it is not done, the compute waits until it is, and the wait pushes everything after it. So at
+load 0, while the windows do not overlap (f + tau <= H / F), a step is
+c + F max(0, comm_frag - (f + tau) c) / H, the closed form's (comm_frag: a fragment sync's
+phases, then its WAN bytes / B_i and latency on every link, the last link done). With F = 1 and tau = 0 the sync starts (H - f) c into its
+round and the round ends when both the compute and every link are done.
 
 Each link is one first-come-first-served server of capacity B shared with other jobs, whose
 ``background_B`` transfers arrive as a Poisson process at ``load`` x B, seeded per link. Links
@@ -86,6 +92,8 @@ class Plan:
     overlap: float = 0.0  # f: share of the GPU compute that hides the sync
     link_Bps: tuple[float, ...] = ()  # each link's capacity (empty: all wan_Bps)
     link_latency_s: tuple[float, ...] = ()  # each link's last message to done (empty: latency_s)
+    fragments: int = 1  # F: fragment syncs a round (sync_phases and wan_B are one fragment's)
+    delay: int = 0  # tau: steps after its sync point a fragment sync is due
 
     def __post_init__(self):
         for name in ("compute_s", "wan_B", "wan_Bps", "message_B", "background_B", "latency_s"):
@@ -113,6 +121,14 @@ class Plan:
                         and (x > 0 if positive else x >= 0)):
                     raise ValueError(f"{name} = {values!r}: {x!r} must be a finite number "
                                      f"{'>' if positive else '>='} 0")
+        if isinstance(self.fragments, bool) or not isinstance(self.fragments, int) \
+                or not 1 <= self.fragments <= self.sync_every:
+            raise ValueError(f"fragments = {self.fragments!r}: must be a whole number from 1 to "
+                             f"H = {self.sync_every}")
+        if isinstance(self.delay, bool) or not isinstance(self.delay, int) \
+                or not 0 <= self.delay <= self.sync_every - 1:
+            raise ValueError(f"delay = {self.delay!r}: must be a whole number of steps from 0 to "
+                             f"H - 1 = {self.sync_every - 1}")
 
     def rates_Bps(self) -> tuple[float, ...]:
         """Each link's capacity, B/s."""
@@ -351,10 +367,10 @@ def estimate_events(plan: Plan, load: float, steps: int, max_sim_s: float = MAX_
     with L links, the simulated time T taking the load-0 step without overlap stretched by
     1 / (1 - load) (an M/D/1 queue's stretch is smaller). Returns {"messages", "background", "total", "sim_s"}.
     """
-    syncs = steps // plan.sync_every
+    syncs = steps // plan.sync_every * plan.fragments
     messages = plan.links * math.ceil(plan.wan_B / plan.message_B) * syncs if plan.wan_B > 0 else 0.0
     phases_s = sum(max([p.duration_s for p in phase], default=0.0) for phase in plan.sync_phases)
-    step0 = plan.compute_s + (phases_s + plan.wan_s()) / plan.sync_every
+    step0 = plan.compute_s + (phases_s + plan.wan_s()) * plan.fragments / plan.sync_every
     sim = warmup_s(plan, load) + steps * step0 / (1 - load)
     sim = min(sim, max_sim_s)
     background = load * sum(plan.rates_Bps()) / plan.background_B * sim
@@ -431,8 +447,8 @@ def simulate(plan: Plan, load: float, seed: int = 0, steps: int = 400, *,
     trace_steps = min(trace_steps, steps) if trace_points > 0 else 0
     st: dict = {"done": 0, "syncs": [], "delivered": [[] for _ in links], "step_ends": []}
     H, c = plan.sync_every, plan.compute_s
-    # the sync starts this far into its round; without overlap, after the round's compute
-    lead_s = (1 - plan.overlap) * H * c if plan.overlap > 0 else None
+    # the sync starts f c before the round's end; without overlap, after the round's compute
+    lead_s = (H - plan.overlap) * c if plan.overlap > 0 else None
 
     def job():
         if start > 0:
@@ -465,7 +481,9 @@ def simulate(plan: Plan, load: float, seed: int = 0, steps: int = 400, *,
                     for link in links:
                         link.log = None
 
-    proc = env.process(job())
+    rounds = plan.fragments > 1 or plan.delay > 0
+    proc = env.process(_rounds_job(env, plan, links, start, step_s, st) if rounds
+                       else job())
     env.run(until=env.any_of([proc, env.timeout(max_sim_s)]))
     if not proc.triggered:
         raise SimulationBoundError(
@@ -481,12 +499,64 @@ def simulate(plan: Plan, load: float, seed: int = 0, steps: int = 400, *,
         area = b["remaining_s"] + (e["sojourn_s"] - b["sojourn_s"]) - e["remaining_s"]
         utilisation.append(busy / duration)
         queue_mean.append(area / duration)
-    trace = _trace(st, plan, start, trace_points) if trace_steps else {}
+    trace = _trace(st, plan, start, trace_points) if trace_steps and not rounds else {}
     return RunResult(
         variant=plan.variant, load=load, seed=int(seed), step_s=step_s,
         utilisation=tuple(utilisation), queue_mean=tuple(queue_mean),
         queue_max=tuple(link.queue_max for link in links),
         messages=sum(link.arrivals for link in links), sim_s=end, trace=trace)
+
+
+def _rounds_job(env: simpy.Environment, plan: Plan, links: tuple, start: float, step_s: np.ndarray,
+                st: dict):
+    """The job with fragment syncs or a delay (docs/model.md section 14), on the compute's progress.
+
+    Milestones in compute seconds done: step ends (k + 1) c; fragment j of round r (j = 1..F)
+    starts at (r H + j H / F - f) c and is due at (r H + j H / F + tau) c, where the compute waits
+    for it. A due fragment is waited for before a step end at the same point (the step holds the
+    wait, as a sync at a step's end does); at one point the syncs go in fragment order, each
+    started before it is due (a start that meets the previous fragment's due follows its wait). One round
+    runs first as a warm-up, so that the syncs a round carries into the next (tau > 0) are there
+    from the first counted round on.
+    """
+    H, c, F, f, tau = plan.sync_every, plan.compute_s, plan.fragments, plan.overlap, plan.delay
+    steps = step_s.size
+    total = H + steps  # the warm-up round, then the counted steps
+    START, DUE, END = 0, 1, 2
+    # (progress, order, kind, key): at one point, syncs in fragment order, each started before it
+    # is due, then the step's end
+    marks = [((k + 1) * c, math.inf, END, k) for k in range(total)]
+    for r in range(-(-total // H)):
+        for j in range(1, F + 1):
+            point = r * H + j * H / F
+            n = r * F + j
+            marks.append(((point - f) * c, 2 * n, START, (r, j)))
+            marks.append(((point + tau) * c, 2 * n + 1, DUE, (r, j)))
+    marks.sort(key=lambda m: (m[0], m[1]))
+    if start > 0:
+        yield env.timeout(start)
+    st["begin"] = [link.state(env.now) for link in links]
+    for link in links:
+        link.log = None  # the trace covers the plain rounds only
+    syncs: dict = {}
+    progress, step_start = 0.0, env.now
+    for at, _, kind, key in marks:
+        if at > total * c:
+            break
+        if at > progress:
+            yield env.timeout(at - progress)
+            progress = at
+        if kind == START:
+            syncs[key] = env.process(_sync(env, plan, links, 0.0, None))
+        elif kind == DUE:
+            if key in syncs:
+                yield syncs.pop(key)
+        else:
+            k = key - H
+            if k >= 0:
+                step_s[k] = env.now - step_start
+                st["done"] = k + 1
+            step_start = env.now
 
 
 def _trace(st: dict, plan: Plan, start: float, points: int) -> dict:

@@ -31,9 +31,11 @@ def _select(cond, a, b):
     return a if cond else b
 
 
-def sync_every(sc: Scenario) -> int:
-    """H as a whole number of steps (the engine syncs on every H-th step)."""
-    H = float(sc.sync_every_H)
+def sync_every(sc: Scenario, variant: str | None = None) -> int:
+    """H as a whole number of steps (the engine syncs on every H-th step): the variant's own, or
+    the scenario's."""
+    own = sc.variant(variant).sync_every if variant is not None else None
+    H = float(sc.sync_every_H if own is None else own)
     if not (H >= 1 and H.is_integer()):
         raise ValueError(f"sync_every_H = {sc.sync_every_H!r}: the event engine syncs every H "
                          "steps, so H must be a whole number >= 1")
@@ -47,21 +49,24 @@ def build(sc: Scenario, variant: str) -> Plan:
     (:func:`bandjax.phases.module_stages`) for variants with a module; the module port (qsfp
     bytes / module port rate); the fixed time d. Then the bytes of each directed WAN link in use
     (K on a ring, K(K-1) on a mesh), each link done hops x latency after its last message (with
-    per-link values, ``sc.links``, each its own capacity and latency: :func:`_per_link`); with
-    overlap f the sync starts (1 - f) H c into its round. A zero-byte phase is left out.
+    per-link values, ``sc.links``, each its own capacity and latency: :func:`_per_link`). A
+    zero-byte phase is left out. With the variant's F fragments (docs/model.md section 14) these
+    are one fragment's: every byte term / F, d and latency in full; each fragment sync starts f c
+    before its sync point and is due ``delay`` steps after it.
     """
     v = sc.variant(variant)
     f = _Floats(sc)
     pay = _phases.payloads_B(f)
     t = _phases.variant_traffic(f, v, pay, _select)
+    F = int(v.fragments)
     phases: list[tuple[Part, ...]] = []
     if t.port_B > 0:
-        phases.append((Part("worker port", t.port_B, f.worker_port_Bps),))
+        phases.append((Part("worker port", t.port_B / F, f.worker_port_Bps),))
     if v.module:
-        phases.append(tuple(Part(name, s, 1.0) for name, s in
+        phases.append(tuple(Part(name, s / F, 1.0) for name, s in
                             zip(_phases.STAGE_NAMES, _phases.module_stages(f))))
     if t.qsfp_B > 0:
-        phases.append((Part("band through the module port", t.qsfp_B, f.qsfp_port_Bps),))
+        phases.append((Part("band through the module port", t.qsfp_B / F, f.qsfp_port_Bps),))
     d = float(sc.fixed_s[variant])
     if d > 0:
         phases.append((Part("fixed time d", d),))
@@ -70,10 +75,11 @@ def build(sc: Scenario, variant: str) -> Plan:
         raise ValueError(f"wan_Bps = {sc.wan_Bps!r}: the WAN bandwidth must be a finite number > 0 B/s")
     rates, latencies = _per_link(sc, float(t.hops))
     return Plan(variant=variant, compute_s=f.gpu_compute_s, sync_phases=tuple(phases),
-                wan_B=float(t.wan_B), wan_Bps=min(rates, default=wan_Bps), message_B=f.wan_message_B,
-                background_B=f.background_B, sync_every=sync_every(sc), links=int(t.links),
+                wan_B=float(t.wan_B) / F, wan_Bps=min(rates, default=wan_Bps), message_B=f.wan_message_B,
+                background_B=f.background_B, sync_every=sync_every(sc, variant), links=int(t.links),
                 latency_s=max(latencies, default=float(t.hops) * f.wan_latency_s),
-                overlap=f.overlap_fraction, link_Bps=rates, link_latency_s=latencies)
+                overlap=f.overlap_fraction, link_Bps=rates, link_latency_s=latencies,
+                fragments=F, delay=int(v.delay))
 
 
 def _per_link(sc: Scenario, hops: float) -> tuple[tuple[float, ...], tuple[float, ...]]:

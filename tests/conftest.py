@@ -11,6 +11,7 @@ import json
 import os
 import pickle
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -19,6 +20,9 @@ if FIRST:
     os.environ["BANDJAX_TEST_SHARED"] = tempfile.mkdtemp(prefix="bandjax-test-")
     os.environ["JAX_COMPILATION_CACHE_DIR"] = os.path.join(os.environ["BANDJAX_TEST_SHARED"], "jax-cache")
     os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.2"
+    # bandjax's own cache (bandjax._jax) keeps out of the way of the one above; a subprocess
+    # that drops JAX_COMPILATION_CACHE_DIR still writes here, never in the user's ~/.cache
+    os.environ["XDG_CACHE_HOME"] = os.path.join(os.environ["BANDJAX_TEST_SHARED"], "xdg-cache")
     # pytest-xdist runs a worker per core (pyproject's addopts): XLA's own thread pools, sized to
     # every core, would oversubscribe them (172 s against 199 s for the suite on 2 cores)
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
@@ -36,6 +40,20 @@ import pytest  # noqa: E402
 
 
 SHARED = Path(os.environ["BANDJAX_TEST_SHARED"])
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _untracked() -> set[str] | None:
+    """Files in the repository that git neither tracks nor ignores (None outside a git checkout)."""
+    try:
+        out = subprocess.run(["git", "ls-files", "--others", "--exclude-standard"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return set(out.splitlines())
+
+
+UNTRACKED_BEFORE = _untracked() if FIRST else None
 REPORT = SHARED / "reference_report"  # rep/ (the report), sweeps.pickle, sweep_calls.json, done
 
 
@@ -43,6 +61,17 @@ def pytest_addoption(parser):
     parser.addoption("--run-slow", action="store_true",
                      help="also run the tests marked slow (subprocesses, notebooks, the benchmark "
                           "smoke run, kill tests); CI runs them")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Tests write only under temporary folders: a file that a test left in the repository fails
+    the run, named."""
+    if not FIRST or UNTRACKED_BEFORE is None:
+        return
+    left = sorted((_untracked() or set()) - UNTRACKED_BEFORE)
+    if left:
+        print(f"\nthe tests left {len(left)} new file(s) in the repository: {', '.join(left[:20])}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_unconfigure(config):
@@ -70,7 +99,7 @@ def pytest_collection_modifyitems(config, items):
 def small_shared_wan_runs():
     """Report-level tests run the shared-WAN section at a small size, in this process; the
     engine's own tests (tests/test_events*.py) check it at the sizes they need."""
-    from bandjax.report import shared_wan
+    from bandjax.report.sections import shared_wan
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(shared_wan, "SEEDS", 2)
@@ -85,7 +114,8 @@ def _build_reference_report() -> None:
     by the fixture below, so with the small shared-WAN runs."""
     import bandjax
     from bandjax import report
-    from bandjax.report import passes, views
+    from bandjax.report import passes
+    from bandjax.report.sections import bandwidth
 
     REPORT.mkdir(exist_ok=True)
     sweeps, calls = {}, {"passes": [], "views": []}
@@ -105,7 +135,7 @@ def _build_reference_report() -> None:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(report, "build", keep)
         mp.setattr(passes, "sweep", counted(passes, "passes"))
-        mp.setattr(views, "sweep", counted(views, "views"))
+        mp.setattr(bandwidth, "sweep", counted(bandwidth, "views"))
         report.write(REPORT / "rep", bandjax.reference())
     (REPORT / "sweep_calls.json").write_text(json.dumps(calls))
     (REPORT / "sweeps.pickle").write_bytes(pickle.dumps(sweeps["pass"]))
@@ -134,7 +164,7 @@ def uncertain_section():
     import bandjax
     from bandjax import uncertainty as U
     from bandjax.report import _json_ready
-    from bandjax.report import uncertainty as section
+    from bandjax.report.sections import uncertainty as section
 
     sc = bandjax.reference().replace(uncertain=(
         ("steps.band_pluggable", U.Seeds([1800, 1650, 2010])),

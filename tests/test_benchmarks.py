@@ -116,6 +116,40 @@ def test_fraction_of_bandwidth_is_copy_time_over_sweep_time():
     assert sweep_bench.fraction_of_bw(1_000_000, 4e-3, membw) == pytest.approx(0.25, rel=1e-12)
 
 
+def test_wrapper_cost_is_the_sweep_less_its_core_paired(monkeypatch):
+    # each run times the sweep and then its core; the wrapper is the median of the differences
+    ticks = iter(np.arange(0, 1000, 1.0))  # a clock advancing 1 s per reading
+    monkeypatch.setattr(sweep_bench.time, "perf_counter", lambda: float(next(ticks)))
+    w = sweep_bench.wrapper_cost(cells=1200, budgets=(10, 100), repeat=5)
+    assert list(w) == ["10", "100"]
+    for n_budget, x in w.items():
+        assert x["budgets"] == int(n_budget)
+        assert x["cells"] == x["budgets"] * x["bandwidths"] * len(_v.IDS)
+        assert x["sweep"]["n"] == x["core"]["n"] == x["wrapper_s"]["n"] == 5
+        # every timed call reads the clock twice: 1 s each, so sweep - core = 0 exactly
+        assert x["wrapper_s"]["median_s"] == 0.0 and x["fraction_of_core"] == 1.0
+    assert w["10"]["bandwidths"] == 20 and w["100"]["bandwidths"] == 2
+
+
+def test_table_shows_floor_and_wrapper():
+    size = {"cells": 1e6, **{who: {"cells_per_s": r, "ratio_numpy": 2.0, "ratio_python": 300.0,
+                                   "compile_s": 0.3}
+                             for who, r in (("sweep", 6e7), ("core", 8e7), ("floor", 1e8),
+                                            ("numpy", 3e7), ("python", 2e5))}}
+    bw = {"Bps": 4e10}
+    sweep = {"sizes": [size], "memory_bw": {"warm": bw, "fresh": bw}, "fit_from_cells": 1e4,
+             "headline_cells": 1e6, "scaling_exponent": 1.0, "fraction_of_memory_bw": 0.3,
+             "fraction_of_floor": 0.6, "core": {"scaling_exponent": 1.0, "fraction_of_memory_bw": 0.4,
+                                                "fraction_of_floor": 0.8},
+             "floor": {"fraction_of_memory_bw": 0.5},
+             "wrapper": {"10": {"cells": 1e5, "wrapper_s": {"median_s": 2e-4}, "fraction_of_core": 0.9}}}
+    results = {"sweep": sweep, **{k: {"available": False, "reason": "x"} for k in bench_main.KEYS
+                                  if k != "sweep"}}
+    text = bench_main.table(results)
+    assert "60% of the floor's cells/s, core 80%" in text
+    assert "10 budgets 0.20 ms (core/sweep 0.90)" in text
+
+
 def test_missing_section_is_recorded_not_faked(monkeypatch):
     monkeypatch.setitem(bench_main.EXTERNAL, "break_even", ("benchmarks.no_such_module",
                                                             ("roots_per_s", "ratio_brentq")))
@@ -161,6 +195,10 @@ def test_quick_run_writes_every_key(tmp_path):
         assert isinstance(sweep[key], float) and sweep[key] > 0, key
     assert isinstance(sweep["scaling_exponent"], float) and math.isfinite(sweep["scaling_exponent"])
     assert isinstance(sweep["fraction_of_memory_bw"], float) and sweep["fraction_of_memory_bw"] > 0
+    assert sweep["headline_cells"] >= 0.99e6  # the quick headline is past the fixed costs too
+    assert isinstance(sweep["fraction_of_floor"], float) and sweep["fraction_of_floor"] > 0
+    assert sorted(sweep["wrapper_s"], key=int) == ["10", "100", "10000"]
+    assert all(isinstance(v, float) for v in sweep["wrapper_s"].values())
     for size in sweep["sizes"]:
         for who in ("sweep", "core", "floor", "numpy", "python"):
             t = size[who]

@@ -8,7 +8,7 @@ import pytest
 import bandjax
 from bandjax import breakeven as be
 from bandjax.cli import main
-from bandjax.report import breakeven as section
+from bandjax.report.sections import breakeven as section
 
 REF = bandjax.reference()
 

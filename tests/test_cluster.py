@@ -116,13 +116,16 @@ def test_all_gather_step_never_falls_with_more_dcs_on_a_ring(sc, K, latency):
 @SETTINGS
 @given(scenarios(), st.floats(0.0, 1.0))
 def test_overlap_hides_at_most_f_c(sc, f):
+    # one sync a round hides only behind the f c around it (docs/model.md sections 13 and 14):
+    # step = c + max(0, comm_sync - f c) / H, comm_sync = H x (the step at f = 0 - c)
     c = float(sc.gpu_compute_s)
-    comm = np.asarray(step_s(sc)) - c
+    H = float(sc.sync_every_H)
+    comm_sync = H * (np.asarray(step_s(sc.replace(overlap_fraction=0.0))) - c)
     np.testing.assert_allclose(np.asarray(step_s(sc.replace(overlap_fraction=f))),
-                               c + np.maximum(0.0, comm - f * c), rtol=1e-14)
-    # f = 1: the longer of compute and communication
+                               c + np.maximum(0.0, comm_sync - f * c) / H, rtol=1e-13)
+    # f = 1: c plus what of the sync outlasts one step's compute, over the round
     np.testing.assert_allclose(np.asarray(step_s(sc.replace(overlap_fraction=1.0))),
-                               np.maximum(c, comm), rtol=1e-14)
+                               c + np.maximum(0.0, comm_sync - c) / H, rtol=1e-13)
     # hot spots still sum to 1 and the terms to the step
     terms = step_terms_s(sc.replace(overlap_fraction=f))
     np.testing.assert_allclose(np.asarray(jnp.sum(hot_spots(terms), -1)), 1.0, rtol=1e-13)

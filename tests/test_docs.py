@@ -14,8 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-# docs/model.md keeps the section numbering 1 to 13, then 15 (links that differ)
-MODEL_SECTIONS = (*range(1, 14), 15)
+MODEL_SECTIONS = range(1, 16)  # docs/model.md keeps the section numbering 1 to 15
 
 # "model.md section 5", "model.md sections 4, 5 and 9", "model.md sections 6 to 9",
 # "model.md (section 12)", "model.md s12"
@@ -51,7 +50,7 @@ def _model_headings() -> list[int]:
     return [int(n) for n in re.findall(r"^## (\d+)\. \S", text, flags=re.MULTILINE)]
 
 
-def test_model_page_has_sections_1_to_13_in_order():
+def test_model_page_has_sections_1_to_14_in_order():
     assert _model_headings() == list(MODEL_SECTIONS)
 
 
@@ -74,7 +73,8 @@ def test_citation_pattern_reads_lists_and_ranges():
 
 # ------------------------------------------------------------------------------- the site
 
-PAGES = ("index", "model", "tutorial", "cli", "results", "assumptions", "api")
+PAGES = ("index", "model", "tutorial", "cli", "calibration", "results", "assumptions", "architecture",
+         "api")
 
 
 @pytest.fixture(scope="module")
@@ -123,27 +123,10 @@ def test_model_page_math_is_left_for_mathjax(site):
     assert "$$" not in html.replace("\\$", "")  # no display formula left unconverted
 
 
-# ------------------------------------------------------------------------------ snippets
-
-NEW_API = "<!-- new-api -->"  # marks a snippet of an API that is still being built: not run
-
-
-def _python_snippets(page: str) -> list[str]:
-    """The ```python blocks of a page, in order, without those marked :data:`NEW_API`."""
-    text = (DOCS / page).read_text(encoding="utf-8")
-    blocks = re.finditer(r"(?:^(<!-- [a-z-]+ -->)\n)?^```python\n(.*?)^```$", text,
-                         flags=re.MULTILINE | re.DOTALL)
-    return [m[2] for m in blocks if m[1] != NEW_API]
-
-
-@pytest.mark.slow
-def test_tutorial_snippets_run(capsys):
-    snippets = _python_snippets("tutorial.md")
-    assert len(snippets) >= 10  # the page's current-API snippets, every part but the last
-    namespace: dict = {}
-    for number, code in enumerate(snippets, 1):
-        exec(compile(code, f"tutorial.md snippet {number}", "exec"), namespace)
-    out = capsys.readouterr().out
-    # model.md section 12: AdamW 1.63 s to target at 100 GbE; the engine at load 0 gives the
-    # closed form's AdamW step, 4.075 ms (both as the tutorial prints them)
-    assert "1.63" in out and "4.075" in out
+def test_the_index_lists_every_command_of_the_cli_page():
+    """docs/index.md's command-line row names every command docs/cli.md has a section for."""
+    commands = re.findall(r"^## (\w+)$", (DOCS / "cli.md").read_text(encoding="utf-8"), re.M)
+    row = next(line for line in (DOCS / "index.md").read_text(encoding="utf-8").splitlines()
+               if line.startswith("| [Command line](cli.md)"))
+    assert len(commands) >= 7
+    assert [c for c in commands if f"`{c}`" not in row and f"`bandjax {c}`" not in row] == []

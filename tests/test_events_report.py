@@ -8,7 +8,8 @@ import pytest
 import bandjax
 from bandjax import cli, variants
 from bandjax.queueing import accuracy
-from bandjax.report import _json_ready, shared_wan
+from bandjax.report import _json_ready
+from bandjax.report.sections import shared_wan
 from bandjax.report.sections import Results
 
 SMALL = {"shared_wan": {"steps": 20, "seeds": 2, "scheduler": "inline", "progress": False}}
@@ -90,9 +91,8 @@ def test_one_seed_has_no_interval_and_says_so():
         "shared_wan": {**SMALL["shared_wan"], "seeds": 1, "loads": [0.0, 0.9]}}).to_json())
     assert one["shared_wan"]["ci95_ms"]["adamw"] == [[None, None], [None, None]]
     assert "[n/a: one seed]" in shared_wan.markdown(one)
-    from bandjax.report import views
 
-    view = views.shared_wan_view(bandjax.reference(), Results.of(one))
+    view = shared_wan.shared_wan_view(bandjax.reference(), Results.of(one))
     assert all(r["lo_ms"] is None for r in view.data["steps"])
 
 

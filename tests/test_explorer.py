@@ -15,7 +15,8 @@ import pytest
 
 import bandjax as bj
 from bandjax import cli
-from bandjax.report import explorer, views
+from bandjax.report import explorer, render
+from bandjax.report.sections import bandwidth, breakeven, common
 from bandjax.report.sections import Core, Results
 
 CHROMIUM = "/usr/bin/chromium"
@@ -83,7 +84,7 @@ def sweeps(reference_report):
 
 @pytest.fixture(scope="module")
 def ref_views(sweeps):
-    return {v.key: v for v in views.collect(bj.reference(), {}, sweeps)}
+    return {v.key: v for v in render.collect(bj.reference(), {}, sweeps)}
 
 
 def full_results(sc, reference_results: dict) -> dict:
@@ -93,7 +94,7 @@ def full_results(sc, reference_results: dict) -> dict:
 
 
 def _at(rows, vid, i, **sel):
-    rs = views.pick([r for r in rows if r["variant"] == vid and r["i"] == i], **sel)
+    rs = common.pick([r for r in rows if r["variant"] == vid and r["i"] == i], **sel)
     assert len(rs) == 1, (vid, i, sel, rs)
     return rs[0]
 
@@ -172,7 +173,7 @@ def test_missing_sections_say_so_and_invent_nothing(ref_views):
 
 def test_model_and_h_views(ref_views):
     m = ref_views["model"]
-    study = views.pick([r for r in m.data["bars"] if r["model"] == "study" and r["variant"] == "topk"],
+    study = common.pick([r for r in m.data["bars"] if r["model"] == "study" and r["variant"] == "topk"],
                        enob="8", budget="free")
     assert study[0]["t_s"] == pytest.approx(0.93, abs=0.005)
     assert m.table["rows"][0][2] == "0.925 s"
@@ -186,7 +187,7 @@ def test_energy_view_sums_to_the_sweep(ref_views):
     e = ref_views["energy"]
     ds = bj.sweep(quantities=["energy_per_step_J", "steps_to_target"], budget="free")
     for vid in bj.variants.IDS:
-        rows = views.pick([r for r in e.data["per_step"] if r["variant"] == vid],
+        rows = common.pick([r for r in e.data["per_step"] if r["variant"] == vid],
                           enob="8", budget="free", basis="hypothesis")
         assert sum(r["J"] for r in rows) == pytest.approx(
             float(ds.energy_per_step_J.sel(variant=vid, energy="total")), rel=1e-6)
@@ -199,7 +200,7 @@ def test_energy_view_sums_to_the_sweep(ref_views):
 def test_cluster_view_draws_the_sections_numbers(reference_report, sweeps):
     sc = bj.reference()
     r = reference_report[1]
-    v = {x.key: x for x in views.collect(sc, r, sweeps)}["cluster"]
+    v = {x.key: x for x in render.collect(sc, r, sweeps)}["cluster"]
     cl = r["cluster"]
     assert v.missing == []
     # K = 2 is the study's cluster on either topology (docs/model.md section 13): top-k 0.93 s at
@@ -222,12 +223,12 @@ def test_cluster_view_draws_the_sections_numbers(reference_report, sweeps):
     w = cl["winner"]["exact"][-1][1]  # the largest K, mesh
     t = cl["time_to_target_s"]["exact"][w][-1][1]
     assert v.table["columns"][4] == "mesh, exact"
-    assert v.table["rows"][-1][4] == f"{r['setup']['variants'][w]['short']} ({views.fmt_s(t)})"
+    assert v.table["rows"][-1][4] == f"{r['setup']['variants'][w]['short']} ({common.fmt_s(t)})"
 
 
 def test_views_with_every_section_present(sweeps, reference_report):
     sc = bj.reference()
-    vs = {v.key: v for v in views.collect(sc, fake_results(sc, reference_report[1]), sweeps)}
+    vs = {v.key: v for v in render.collect(sc, fake_results(sc, reference_report[1]), sweeps)}
     bw = vs["bandwidth"]
     assert bw.missing == [] and len(bw.data["dots"]) == 12
     assert "differ from the closed forms by at most 0 " in bw.conclusion[-1]
@@ -235,7 +236,7 @@ def test_views_with_every_section_present(sweeps, reference_report):
     i = bw.data["start"]
     for dot in (d for d in bw.data["dots"] if d["GBps"] == 12.5):
         sel = {c: (dot[c] if dot[c] != "*" else {"basis": "hypothesis", "enob": "8", "budget": "free"}[c])
-               for c in views.CONTROLS}
+               for c in common.CONTROLS}
         assert dot["t_s"] == pytest.approx(_at(bw.data["curves"], dot["variant"], i, **sel)["t_s"], rel=1e-6)
     be = vs["breakeven"]
     assert be.missing == []
@@ -259,7 +260,7 @@ def test_crossings_off_the_root_finders_settings_are_interpolated_on_the_curves(
     come from the ratio curves on the page; they agree with the root finder to the grid's
     interpolation error."""
     sc = bj.reference()
-    vs = {v.key: v for v in views.collect(sc, fake_results(sc, reference_report[1]), sweeps)}
+    vs = {v.key: v for v in render.collect(sc, fake_results(sc, reference_report[1]), sweeps)}
     cross = vs["breakeven"].data["crossings"]
     high = [c for c in cross if c["pair"] == "E' / AdamW" and c["enob"] == "8" and c["budget"] == "high"
             and c["basis"] == "hypothesis"]
@@ -276,7 +277,7 @@ def test_crossings_off_the_root_finders_settings_are_interpolated_on_the_curves(
 
 def test_conclusions_follow_the_controls(sweeps):
     sc = bj.reference()
-    vs = {v.key: v for v in views.collect(sc, {}, sweeps)}
+    vs = {v.key: v for v in render.collect(sc, {}, sweeps)}
     bw = vs["bandwidth"]
     assert set(bw.by_setting) == {f"{e}|{b}|{s}" for e in ("8", "6") for b in ("free", "low", "high")
                                   for s in bj.BASES}
@@ -295,7 +296,7 @@ def test_dot_deviation_is_measured_not_assumed(sweeps, reference_report):
     res = fake_results(sc, reference_report[1])
     for p in res["shared_wan"]["load0_points"]:
         p["step_ms"] *= 1.01
-    bw = views.bandwidth_view(sc, Results.of(res), sweeps)
+    bw = bandwidth.bandwidth_view(sc, Results.of(res), sweeps)
     assert re.search(r"at most 0\.01 \(relative\)", bw.conclusion[-1])
 
 
@@ -564,7 +565,7 @@ def test_page_draws_the_probability_of_winning(browser, pages, tmp_path, referen
             assert drawn == pytest.approx(e["p_a_wins"], abs=1e-6)
             lo, _, hi = e["monte_carlo_5_50_95"]
             text = page.inner_text("#uncertainty .conclusions")
-            assert f"between {views.g3(lo)} and {views.g3(hi)} GB/s" in text, (basis, text)
+            assert f"between {common.g3(lo)} and {common.g3(hi)} GB/s" in text, (basis, text)
         # the interval bars sit across 50%: one per pair and basis that crosses in range
         bars = page.evaluate("() => SPECS.uncertainty.datasets.intervals.filter(r => r.p === 0.5).length")
         assert bars == sum(1 for e in u["break_even_GBps"] if e["monte_carlo_5_50_95"][0] is not None)
@@ -577,7 +578,7 @@ def test_page_draws_the_probability_of_winning(browser, pages, tmp_path, referen
 def _check_headline_and_cluster(page, results):
     """The headline says what results.md says; the cluster section draws its four charts with
     units, rings each K's winner, and its conclusions follow the basis control."""
-    from bandjax.report import headline
+    from bandjax.report.sections import headline
 
     text = page.inner_text("#headline")
     lines = headline.lines(results)
@@ -605,7 +606,7 @@ def _check_headline_and_cluster(page, results):
         page.wait_for_timeout(200)
         e = next(e for e in cl["break_even_GBps"] if (e["a"], e["b"], e["basis"]) ==
                  ("band_switch", "adamw", basis))
-        assert views.fmt_GBps(e["GBps"][0][0][0]) in page.inner_text("#cluster .conclusions")
+        assert common.fmt_GBps(e["GBps"][0][0][0]) in page.inner_text("#cluster .conclusions")
     page.select_option("#ctl-basis", "hypothesis")
     page.wait_for_timeout(200)
 
@@ -615,12 +616,12 @@ def _short(results, vid):
 
 
 def test_grid_and_formatting():
-    g = views.bandwidth_grid_GBps(bj.reference())
+    g = bandwidth.bandwidth_grid_GBps(bj.reference())
     assert g[0] == pytest.approx(0.1) and g[-1] == pytest.approx(1000.0)
-    assert np.all(np.diff(np.log10(g)) <= 1 / views.POINTS_PER_DECADE + 1e-9)
-    assert views.fmt_s(1612.85) == "1,613 s" and views.fmt_s(0.9254) == "0.925 s"
-    assert views.fmt_s(math.inf) == "never" and views.fmt_s(None) == "not available"
-    assert views.count(8.03e9) == "8.03 B"
+    assert np.all(np.diff(np.log10(g)) <= 1 / bandwidth.POINTS_PER_DECADE + 1e-9)
+    assert common.fmt_s(1612.85) == "1,613 s" and common.fmt_s(0.9254) == "0.925 s"
+    assert common.fmt_s(math.inf) == "never" and common.fmt_s(None) == "not available"
+    assert common.count(8.03e9) == "8.03 B"
 
 
 def test_breakeven_view_with_the_sections_results(reference_report, sweeps):
@@ -628,8 +629,8 @@ def test_breakeven_view_with_the_sections_results(reference_report, sweeps):
     (in the session's reference report)."""
     sc = bj.reference()
     results = reference_report[1]
-    bw = views.bandwidth_view(sc, Results(), sweeps)
-    be = views.breakeven_view(sc, Results.of(results), bw)
+    bw = bandwidth.bandwidth_view(sc, Results(), sweeps)
+    be = breakeven.breakeven_view(sc, Results.of(results), bw)
     # E' vs AdamW: the root finder's crossing on each basis, at [free], ENOB 8
     free = [c for c in be.data["crossings"] if c["pair"] == "E' / AdamW" and c["budget"] == "free"
             and c["enob"] == "8"]

@@ -10,7 +10,8 @@ import pytest
 
 import bandjax as bj
 import bandjax.report as report
-from bandjax.report import figures
+from bandjax.report import figure_files
+from bandjax.report.sections import common
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -22,8 +23,8 @@ def written(reference_report):
     return out, {"md": out / "results.md"}
 
 
-def test_section_is_last():
-    assert report.SECTIONS[-1] is figures
+def test_figures_are_written_after_every_section():
+    assert report._current_sections()[-1] is figure_files
 
 
 def test_figures_written_whole(written):
@@ -69,14 +70,14 @@ def test_markdown_embeds_every_figure(written):
 
 
 def test_without_an_output_folder_there_are_no_figures():
-    assert figures.build(bj.reference(), {}).to_json() == {"figures": []}
-    assert figures.markdown({"figures": []}) == ""
+    assert figure_files.build(bj.reference(), {}).to_json() == {"figures": []}
+    assert figure_files.markdown({"figures": []}) == ""
 
 
 def test_missing_results_are_named_in_the_markdown(tmp_path, reference_report):
     ctx = {"out": tmp_path, "sweeps": reference_report[3]}  # no section built before
-    res = report._json_ready(figures.build(bj.reference(), ctx).to_json())
-    md = figures.markdown(res)
+    res = report._json_ready(figure_files.build(bj.reference(), ctx).to_json())
+    md = figure_files.markdown(res)
     # break-evens (3 parts), shared WAN, load-0 dots, your cluster, how sure
     assert md.count("*Not available yet:*") == 7
     assert "results key cluster" in md and "results key uncertainty" in md
@@ -89,17 +90,16 @@ def test_variant_colours_follow_the_registry():
     even when its ``colour`` field repeats an earlier variant's."""
     from dataclasses import replace
 
-    from bandjax.report import views
 
     seventh = replace(bj.variants.VARIANTS[0], id="seventh", label="a seventh way", short="G")
     sc = bj.reference().with_variant(seventh, steps=420)
-    colors = figures.variant_colors(sc.variants)
+    colors = common.variant_colors(sc.variants)
     assert list(colors) == [v.short for v in sc.variants]
     assert len(set(colors.values())) == len(colors) == 7
-    assert colors["AdamW"] == figures.PALETTE[0]  # the first keeps its colour
-    with views.registry(sc):
-        assert "a seventh way" in figures._label_expr()
-    assert "a seventh way" not in figures._label_expr()  # outside, the study's six
+    assert colors["AdamW"] == common.PALETTE[0]  # the first keeps its colour
+    with common.registry(sc):
+        assert "a seventh way" in common._label_expr()
+    assert "a seventh way" not in common._label_expr()  # outside, the study's six
 
 
 def test_names_cover_every_scenario_field():

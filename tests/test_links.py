@@ -607,3 +607,115 @@ def test_random_link_rows_give_a_table_or_one_scenario_error(rows, names):
     off = ~np.eye(K, dtype=bool)
     assert K >= 2 and float(sc.dcs) == K and np.all(sc.links.bandwidth_rel[off] >= 1.0)
     assert np.isfinite(np.asarray(step_s(sc))).all()
+
+
+# ------------------------------------------------------------- syncs in rounds on per-link values
+
+
+def _method(H, F, tau):
+    import dataclasses
+
+    from bandjax import variants as V
+
+    return dataclasses.replace(V.get("diloco", V.METHODS), id="m", sync_every=H, fragments=F,
+                               delay=tau)
+
+
+@pytest.mark.parametrize("topology", ["ring", "mesh"])
+@pytest.mark.parametrize("H, F, tau, f", [(1, 1, 0, 0.0), (10, 4, 1, 2 / 3), (8, 8, 0, 0.5)])
+def test_rounds_on_differing_links_equal_the_by_hand_rule(topology, H, F, tau, f):
+    """Sections 14 and 15 together, written out with loops: a fragment sync's WAN part is a
+    ring's bytes / (F x its slowest link) + (hops / K) x its latencies, or the mesh link whose
+    bytes / (F B_ij) + hops x l_ij is largest (the pair that binds a fragment, not a whole
+    sync: with F > 1 it can be another); step = c + F max(0, comm_frag - (f + tau) c) / H."""
+    K = 3
+    # a narrow pair (0, 2) and a long one (1, 2): a whole sync of the 1e9-parameter model waits on
+    # the narrow pair's bytes, a quarter or an eighth of it on the long pair's latency
+    B = np.full((K, K), 10e9)
+    B[0, 2] = B[2, 0] = 1e9
+    L = np.full((K, K), 1e-3)
+    L[1, 2] = L[2, 1] = 0.5
+    sc = (bandjax.reference().replace(overlap_fraction=f, params=1e9)
+          .with_variant(_method(H, F, tau), d_s=1e-3).with_links(B, L).replace(topology=topology))
+    if topology == "mesh":
+        pace = bandjax.pacing_links(sc)["m"]
+        assert pace == (("dc0", "dc2") if F == 1 else ("dc1", "dc2")), pace
+    t = traffic_B(sc)
+    wan_B = np.asarray(t.wan_B)
+    hops = np.broadcast_to(np.asarray(t.hops), wan_B.shape)
+    terms = np.asarray(step_terms_s(sc))
+    c = float(sc.gpu_compute_s)
+    for i, v in enumerate(sc.variants):
+        Fv, Hv = v.fragments, (v.sync_every or float(sc.sync_every_H))
+        if topology == "ring":
+            ring = [(a, (a + 1) % K) for a in range(K)]
+            wan = wan_B[i] / Fv / min(B[p] for p in ring) + hops[i] / K * sum(L[p] for p in ring)
+        else:
+            pairs = [(a, b) for a in range(K) for b in range(K) if a != b]
+            wan = max(wan_B[i] / Fv / B[p] + hops[i] * L[p] for p in pairs)
+        # the other terms of a fragment sync (module, ports / F; d in full)
+        frag = bandjax.step.fragment_parts_s(sc)
+        rest = sum(np.broadcast_to(np.asarray(frag[j - 1]), wan_B.shape)[i]
+                   for j in range(1, len(COMPONENTS)) if j not in (WAN, LAT))
+        step = c + Fv * max(0.0, rest + wan - (f + v.delay) * c) / Hv
+        assert float(np.asarray(step_s(sc))[i]) == pytest.approx(step, rel=1e-12), v.id
+        assert float(np.sum(terms[i])) == pytest.approx(step, rel=1e-12), v.id
+
+
+@pytest.mark.parametrize("topology", ["ring", "mesh"])
+def test_engine_at_load_0_equals_rounds_on_differing_links(topology):
+    """The engine's per-link capacities and latencies with its fragment scheduling: at load 0,
+    windows not overlapping (f + tau <= H / F), the closed form of sections 14 and 15."""
+    K = 3
+    B, L = random_table(np.random.default_rng(7), K)
+    L *= 0.01  # latencies small enough for the windows of a short round
+    sc = (bandjax.reference().replace(overlap_fraction=0.5, wan_latency_s=0.2e-3)
+          .with_variant(_method(8, 4, 1), d_s=0.05e-3).with_links(B * 0.5, L)
+          .replace(topology=topology))
+    closed = np.asarray(step_s(sc))
+    for vid in ("m", "adamw"):
+        run = events.run(sc, vid, 0.0, steps=16 if vid == "m" else 2, trace_steps=0)
+        assert run.mean_s == pytest.approx(float(closed[sc.ids.index(vid)]), rel=1e-12, abs=0)
+
+
+@pytest.mark.parametrize("topology", ["ring", "mesh"])
+def test_required_bandwidth_on_differing_links_agrees_with_brentq(topology):
+    """required_bandwidth with per-link values: a ring's slowest link and a mesh's per-link
+    closed forms (the largest over links) against brentq on the sweep's own compute utilisation
+    (every link scaled in proportion, as a sweep over bandwidth does), to 1e-9 relative (model
+    section 14's tolerance)."""
+    from scipy.optimize import brentq
+
+    from bandjax.need import REACHED
+
+    regions = ("us-east", "us-central", "eu")
+    B = np.array([[0, 100, 10], [100, 0, 5], [10, 5, 0]]) * Gb
+    L = np.array([[0, 10, 80], [10, 0, 30], [80, 30, 0]]) * ms  # the longest link is not the slowest
+    sc = (bandjax.reference().with_gpu("h100", utilisation=0.4).at_preset("llama3-8b")
+          .replace(overlap_fraction=2 / 3, topology=topology)
+          .with_variants(bandjax.METHODS).with_links(bandwidth=B, latency=L, names=regions))
+    ids = ["diloco", "streaming_diloco", "streaming_diloco_fp4", "intellect1_int8"]
+    targets = [0.5, 0.8]
+    ds = bandjax.required_bandwidth(sc, targets, variant=ids, range_GBps=(1e-3, 1e4))
+    checked = 0
+    for vid in ids:
+        for u in targets:
+            if int(ds["status"].sel(variant=vid, utilisation=u)) != REACHED:
+                continue
+
+            def gap(log_GBps):
+                cu = bandjax.sweep(sc, bandwidth=float(np.exp(log_GBps)), variant=vid,
+                                   quantities=("compute_utilisation",))["compute_utilisation"]
+                return float(cu) - u
+            root = np.exp(brentq(gap, np.log(1e-3), np.log(1e4), xtol=1e-14, rtol=1e-15))
+            got = float(ds["required_bandwidth_GBps"].sel(variant=vid, utilisation=u))
+            assert got == pytest.approx(root, rel=1e-9), (vid, u)
+            checked += 1
+    assert checked >= 6
+    assert "slowest link" in ds.attrs["links_scaling"]
+    # not the equal-links answer at the slowest bandwidth and the longest latency: on the mesh the
+    # 80 ms pair and the 5 Gb/s pair are different links, on the ring the latencies are summed
+    equal = sc.replace(links=None, dcs=3.0, wan_latency_s=float(sc.wan_latency_s))
+    plain = bandjax.required_bandwidth(equal, targets, variant=ids, range_GBps=(1e-3, 1e4))
+    assert not np.allclose(plain["required_bandwidth_GBps"], ds["required_bandwidth_GBps"],
+                           equal_nan=True)

@@ -87,7 +87,7 @@ def test_write_is_whole_or_nothing(tmp_path, monkeypatch, results):
 def test_cli_report(tmp_path, capsys, monkeypatch, results):
     """The command writes the report it builds and prints its headline; the build itself is the
     session's reference report (tests/conftest.py), written by the same `report.write`."""
-    from bandjax.report import headline
+    from bandjax.report.sections import headline
 
     built = []
     monkeypatch.setattr(report, "build", lambda scenario=None, ctx=None: built.append(scenario) or results)

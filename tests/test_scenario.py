@@ -1,6 +1,7 @@
 """Scenario files: round trip, and a clear error for every kind of bad input."""
 
 import math
+import re
 
 import pytest
 
@@ -102,3 +103,34 @@ def test_cli_scenario_round_trip(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "[links] wan = '1 GHz'" in err and "GB/s" in err
     assert not (tmp_path / "o" / "results.json").exists()
+
+
+def test_a_file_names_a_model_preset_and_sizes_with_units(tmp_path):
+    """``[model] model = "<preset>"`` sets params as ``gpu = "<preset>"`` sets the GPU; byte sizes
+    take units (decimal and binary prefixes); both survive a save and load."""
+    from bandjax.scenario import PRESETS, load, save
+
+    p = tmp_path / "s.toml"
+    p.write_text('[model]\nmodel = "llama3-8b"\n[shared_wan]\nmessage_bytes = "100 MB"\n'
+                 'background_bytes = "1 MiB"\n')
+    sc = load(p)
+    assert sc.params == PRESETS["llama3-8b"]
+    assert sc.wan_message_B == 100e6 and sc.background_B == 2.0 ** 20
+    save(sc, p)
+    again = load(p)
+    assert (again.params, again.wan_message_B, again.background_B) == (sc.params, 100e6, 2.0 ** 20)
+
+
+@pytest.mark.parametrize("text, words", [
+    ('[model]\nmodel = "llama9"\n', "[model] model = 'llama9': expected a preset name; allowed: study"),
+    ('[model]\nmodel = "llama3-8b"\nparams = 5\n', "give one"),
+    ('[shared_wan]\nmessage_bytes = "100 Mb"\n', "unit 'Mb' is not a bytes unit; allowed: 'MB'"),
+])
+def test_a_bad_model_preset_or_size_unit_is_named(tmp_path, text, words):
+    from bandjax.scenario import load
+    from bandjax.units import ScenarioError
+
+    p = tmp_path / "s.toml"
+    p.write_text(text)
+    with pytest.raises(ScenarioError, match=re.escape(words)):
+        load(p)

@@ -12,7 +12,8 @@ import pytest
 
 import bandjax as bj
 from bandjax import report
-from bandjax.report import cluster, explorer, figures, passes
+from bandjax.report import explorer, passes
+from bandjax.report.sections import cluster, common
 
 SCHEMA = json.loads(resources.files("bandjax.report").joinpath("results.schema.json").read_text())
 
@@ -36,12 +37,12 @@ def test_the_report_is_one_pass(monkeypatch, reference_report):
     """Building the report and its page calls `sweep` once per field of the pass, no more: the
     calls made while the session's reference report was written (counted by tests/conftest.py),
     then those of its page."""
-    from bandjax.report import views
+    from bandjax.report.sections import bandwidth
 
     folder, results, _, sweeps = reference_report
     calls = json.loads((folder.parent / "sweep_calls.json").read_text())
-    real = views.sweep
-    monkeypatch.setattr(views, "sweep", lambda *a, **k: calls["views"].append(sorted(k)) or real(*a, **k))
+    real = bandwidth.sweep
+    monkeypatch.setattr(bandwidth, "sweep", lambda *a, **k: calls["views"].append(sorted(k)) or real(*a, **k))
     explorer.page(bj.reference(), results, sweeps)
     # point, bandwidth, model, H, stages, cluster: the dataset fields of passes.Sweeps
     assert len(calls["passes"]) == len(passes.Sweeps.__dataclass_fields__) - 3 == 6
@@ -68,7 +69,7 @@ def test_markdown_and_page_agree(reference_report):
     # the headline is the same sentences on both
     import html
 
-    from bandjax.report import headline
+    from bandjax.report.sections import headline
 
     lines = headline.lines(results)
     assert lines
@@ -111,13 +112,13 @@ def test_a_seventh_variant_reaches_every_part(tmp_path):
     assert "adamw_fp16" in results["step_ms"] and "adamw_fp16" in results["time_to_target_s"]["exact"]
     md = report.markdown(results)
     assert md.count("AdamW16 (adamw_fp16)") >= 4  # step time, time to target, energy, model size
-    colours = figures.variant_colors(sc.variants)
-    assert colours["AdamW16"] == figures.PALETTE[6] and len(set(colours.values())) == 7
+    colours = common.variant_colors(sc.variants)
+    assert colours["AdamW16"] == common.PALETTE[6] and len(set(colours.values())) == 7
     page = explorer.page(sc, results, ctx["sweeps"])
-    assert "AdamW16: AdamW, fp16 delta" in page and figures.PALETTE[6] in page
-    from bandjax.report import views
+    assert "AdamW16: AdamW, fp16 delta" in page and common.PALETTE[6] in page
+    from bandjax.report import render
 
-    bw = views.collect(sc, results, ctx["sweeps"])[0]
+    bw = render.collect(sc, results, ctx["sweeps"])[0]
     assert any(r["variant"] == "adamw_fp16" and r["t_s"] is not None for r in bw.data["curves"])
     assert '"variant": "adamw_fp16"' in page or '"variant":"adamw_fp16"' in page
 

@@ -235,7 +235,7 @@ def test_a_scheduler_that_does_not_answer_is_one_clear_error(tmp_path, monkeypat
 def test_the_store_command_writes_the_sweep(tmp_path, monkeypatch, capsys):
     import argparse
 
-    from bandjax import store_cli
+    from bandjax.cli import store as store_cli
 
     parser = argparse.ArgumentParser()
     store_cli.register_cli(parser.add_subparsers(dest="command"))

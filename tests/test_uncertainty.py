@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import bandjax
-from bandjax.calibrate import calibrate
+from bandjax.calibration import calibrate
 from bandjax import uncertainty as U
 
 REF = bandjax.reference()
@@ -99,14 +99,22 @@ def test_distributions_moments():
                  U.Seeds([1.0, 2.0, 4.0])):
         x = dist.sample(rng, n)
         assert abs(x.mean() - dist.center) <= 4 * np.sqrt(dist.variance / n), dist
-    # Seeds draw only the measured values, and their variance is the sample variance.
+    # Seeds draw only the measured values, and their variance is the draws' (ddof 0), which the
+    # delta method takes too.
     assert set(U.Seeds([1.0, 2.0, 4.0]).sample(rng, 100)) <= {1.0, 2.0, 4.0}
-    assert U.Seeds([1.0, 2.0, 4.0]).variance == pytest.approx(np.var([1, 2, 4], ddof=1), rel=1e-15)
+    assert U.Seeds([1.0, 2.0, 4.0]).variance == pytest.approx(np.var([1, 2, 4], ddof=0), rel=1e-15)
+    x = U.Seeds([1.0, 2.0, 4.0]).sample(rng, n)
+    assert np.var(x) == pytest.approx(U.Seeds([1.0, 2.0, 4.0]).variance, rel=0.01)
 
 
 def test_a_calibration_is_a_multivariate_normal():
-    """Draws from a fit follow its covariance (2e4 samples: each entry within 5% of the diagonal
-    scale), and propagate_break_even takes the fit as its uncertain inputs."""
+    """Draws from a fit follow its covariance, each parameter on its interval's scale: d (>= 0) is
+    drawn normal and cut at 0, so the share of draws at 0 is Phi(-estimate / se) (to 0.01; 2e4
+    samples give a standard error of 0.004) and a d whose estimate is 4 standard errors from 0
+    keeps the fit's variance (5%); propagate_break_even takes the fit as its uncertain inputs,
+    alone or with further inputs (a list, as a mapping failed with AttributeError before)."""
+    from scipy.stats import norm
+
     rng = np.random.default_rng(2)
     bw = np.array([0.5, 2.0, 12.5, 50.0])
     s = np.asarray(bandjax.step_s(REF.replace(wan_Bps=bw * 1e9)))
@@ -114,10 +122,59 @@ def test_a_calibration_is_a_multivariate_normal():
             for i, b in enumerate(bw) for v in ("adamw", "band_switch")]
     cal = calibrate(rows, ["d.adamw", "d.E'"])
     d = U.draw(REF, cal, 20_000, 0)
-    scale = np.sqrt(np.outer(np.diag(cal.cov), np.diag(cal.cov)))
-    np.testing.assert_allclose(np.cov(d.samples.T) / scale, cal.cov / scale, rtol=0, atol=0.05)
+    assert d.names == cal.names and np.all(d.samples >= 0)
+    np.testing.assert_allclose(d.cov, cal.cov, rtol=1e-12)
+    at_zero = np.mean(d.samples == 0, axis=0)
+    np.testing.assert_allclose(at_zero, norm.cdf(-cal.estimate / cal.stderr), rtol=0, atol=0.01)
+    assert cal.estimate[0] > 4 * cal.stderr[0]
+    assert np.var(d.samples[:, 0]) == pytest.approx(cal.cov[0, 0], rel=0.05)
     r = U.propagate_break_even(REF, "E'", "adamw", cal, samples=2000)
     assert r.names == cal.names and np.isfinite(r.delta_sd_GBps) and r.delta_sd_GBps > 0
+    gpu = U.Normal(REF.gpu_peak_FLOPs, 0.02 * REF.gpu_peak_FLOPs)
+    for together in ([cal, ("gpu", gpu)], (cal, {"gpu": gpu}), {"fit": cal, "gpu": gpu}):
+        r2 = U.propagate_break_even(REF, "E'", "adamw", together, samples=2000)
+        assert r2.names == (*cal.names, "gpu_peak_FLOPs")
+        # the fit's draws are the same with or without the further input (drawn after them)
+        np.testing.assert_allclose(U.draw(REF, together, 50, 1).samples[:, :2], U.draw(REF, cal, 50, 1).samples,
+                                   rtol=1e-12)
+        assert r2.delta_sd_GBps > r.delta_sd_GBps
+    with pytest.raises(ValueError, match=r"uncertain item 3: expected a Calibration, a mapping"):
+        U.propagate_break_even(REF, "E'", "adamw", [cal, 3], samples=10)
+
+
+def test_positive_fit_parameters_are_drawn_on_log_scale():
+    """A fitted GPU rate (kind log) is drawn lognormal: every draw > 0, and the log of the draws
+    has sd se / estimate (the delta method's image of the covariance; 2e4 draws, 3%)."""
+    dist = U.MultiNormal(["gpu_peak_FLOPs"], [5e13], [[(2.5e13) ** 2]], ["log"])
+    x = dist.sample(np.random.default_rng(0), 20_000)[:, 0]
+    assert np.all(x > 0)
+    assert np.std(np.log(x)) == pytest.approx(0.5, rel=0.03)
+    assert np.median(x) == pytest.approx(5e13, rel=0.03)
+
+
+def test_seeds_delta_method_and_monte_carlo_share_one_variance():
+    """With only E's steps uncertain (three seeds), the break-even of E' against AdamW moves
+    smoothly with them, so the delta method's sd equals the Monte Carlo roots' sd to within 5%
+    (before, the delta method took the ddof-1 variance: 1.22x for three seeds)."""
+    seeds = U.Seeds([1800, 1650, 2010])
+    assert seeds.variance == pytest.approx(np.var([1800, 1650, 2010]), rel=1e-15)
+    r = U.propagate_break_even(REF, "E'", "adamw", {"steps.E": seeds}, samples=4000, seed=1)
+    assert r.crossing_share == 1.0
+    assert r.delta_sd_GBps == pytest.approx(np.std(r.roots_GBps), rel=0.05)
+
+
+def test_a_skewed_monte_carlo_is_flagged_and_shown_first():
+    """A lognormal d of E' (median 0.02 ms, sigma 0.8: a long right tail) makes the Monte Carlo
+    break-even's quantiles skewed (Bowley skewness about -0.6, beyond SKEWED = 0.1 in size), and
+    the interval to show first is then the Monte Carlo's; a narrow normal d is not skewed (about
+    -0.03) and the delta method's interval comes first."""
+    wide = U.propagate_break_even(REF, "E'", "adamw", {"d.E'": U.LogNormal(2e-5, 0.8)}, samples=4000)
+    narrow = U.propagate_break_even(REF, "E'", "adamw", {"d.E'": U.Normal(2.27e-5, 1e-7)}, samples=4000)
+    q = wide.quantiles_GBps
+    assert wide.skewness == pytest.approx((q[2] + q[0] - 2 * q[1]) / (q[2] - q[0]), rel=1e-12)
+    assert wide.skewed and np.array_equal(wide.interval_GBps, wide.quantiles_GBps)
+    assert "skewed" in wide.summary()
+    assert not narrow.skewed and np.array_equal(narrow.interval_GBps, narrow.delta_GBps)
 
 
 @pytest.mark.parametrize("uncertain, samples, match", [
@@ -185,3 +242,56 @@ def test_bad_uncertain_table(tmp_path, entry, match):
     path.write_text(f"[uncertain]\n{entry}\n")
     with pytest.raises(bandjax.ScenarioError, match=match):
         bandjax.load(path)
+
+
+def test_the_docs_uncertain_tables_load(tmp_path):
+    """Both TOML blocks of docs/calibration.md (the [uncertain] table and a calibration's
+    multinormal entry) load as written, appended to a scenario file, with the values they state
+    in SI units; propagation draws the multinormal's parameters."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "calibration.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```toml\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL)
+    assert len(blocks) == 2
+    loaded = []
+    for k, block in enumerate(blocks):
+        path = tmp_path / f"sc{k}.toml"
+        bandjax.save(REF, path)
+        path.write_text(path.read_text() + "\n" + block)
+        loaded.append(dict(bandjax.load(path).uncertain))
+    multi, table = loaded
+    dist = multi["calibration"]
+    assert dist.names == ("fixed_s.adamw", "gpu_peak_FLOPs") and dist.scale == ("linear", "log")
+    np.testing.assert_allclose(dist.mean, [9.98e-05, 49451429426596.17], rtol=1e-15)
+    assert U.draw(REF, multi, 10, 0).names == dist.names
+    assert table == {"wan_Bps": U.Normal(12.5e9, 1e9), "gpu_peak_FLOPs": U.LogNormal(49451e9, 0.1),
+                     "fixed_s.adamw": U.LogNormal(0.1e-3, 0.2), "fixed_s.topk": U.Uniform(0.0, 0.01e-3),
+                     "steps.band_pluggable": U.Seeds([1800, 1650, 2010])}
+
+
+def test_a_multinormal_entry_is_checked(tmp_path):
+    path = tmp_path / "sc.toml"
+    path.write_text('[uncertain.fit.multinormal]\nparameters = ["d.adamw", "wan"]\nmean = [1e-4, 1e10]\n'
+                    'cov = [[1e-10, 0.0], [1.0, 1e16]]\n')
+    with pytest.raises(bandjax.ScenarioError, match=r"\[uncertain\] fit: cov is not finite and symmetric"):
+        bandjax.load(path)
+    path.write_text('[uncertain.fit.multinormal]\nparameters = ["d.adamw", "warp"]\nmean = [1e-4, 1e10]\n'
+                    'cov = [[1e-10, 0.0], [0.0, 1e16]]\n')
+    with pytest.raises(bandjax.ScenarioError, match=r"\[uncertain\] fit.multinormal.parameters: 'warp' is not a parameter"):
+        bandjax.load(path)
+    path.write_text('[uncertain]\n"d.adamw" = { normal = ["0.1 ms", "0.01 ms"] }\n[uncertain.fit.multinormal]\n'
+                    'parameters = ["d.adamw"]\nmean = [1e-4]\ncov = [[1e-10]]\n')
+    with pytest.raises(bandjax.ScenarioError, match=r"a parameter is given twice among fixed_s.adamw, fixed_s.adamw"):
+        bandjax.load(path)
+
+
+def test_a_multinormal_is_described_with_units():
+    from bandjax.distributions import describe
+    from bandjax.scenario import field_table
+
+    dist = U.MultiNormal(["fixed_s.adamw", "wan_Bps"], [9.98e-5, 12.5e9], [[1e-10, 0.0], [0.0, 1e18]],
+                         ["linear", "log"])
+    assert describe("calibration", dist, field_table()) == (
+        "calibration: correlated normal (fixed_s.adamw ~ 0.0998 ms +- 0.01 ms; "
+        "wan_Bps ~ 12.5 GB/s +- 1.0 GB/s)")

@@ -89,7 +89,7 @@ def test_no_variant_reaches_the_target():
     m = bandjax.winner(bandwidth=[1.0, 10.0], enob=6, variant=["band_pluggable"])
     np.testing.assert_array_equal(m["winner"].values, -1)
     assert np.isnan(m["time_to_target_s"].values).all() and np.isnan(m["margin"].values).all()
-    from bandjax.winner import names
+    from bandjax.winmap import names
     np.testing.assert_array_equal(names(m["winner"]).values, "none")
     one = bandjax.winner(bandwidth=[1.0], enob=6, variant=["band_pluggable", "adamw"])
     assert one["winner"].item() == 1 and one["runner_up"].item() == -1
@@ -98,7 +98,7 @@ def test_no_variant_reaches_the_target():
 
 def test_names_and_flags_label_the_codes():
     m = bandjax.winner(bandwidth=[0.1, 12.5, 1000.0], budget="free")
-    from bandjax.winner import names
+    from bandjax.winmap import names
     ids = names(m["winner"]).values
     for code, vid in zip(m["winner"].values, ids):
         assert m["variant"].values[code] == vid
@@ -201,10 +201,21 @@ def test_store_writes_a_winner_map_in_chunks(tmp_path):
         store.write(tmp_path / "x.zarr", of="map", **args)
 
 
-def test_bandjax_winner_is_callable_after_importing_its_module():
+def test_importing_the_modules_leaves_the_functions_in_place():
+    """The module of bandjax.winner is bandjax.winmap and that of bandjax.calibrate is
+    bandjax.calibration: importing them binds their own names, never the functions'."""
     import importlib
-    module = importlib.import_module("bandjax.winner")
-    from bandjax.winner import names  # noqa: F401  (a first import binds bandjax.winner to it)
+    import types
+
+    for module, function in (("winmap", "winner"), ("calibration", "calibrate")):
+        m = importlib.import_module(f"bandjax.{module}")
+        assert isinstance(getattr(bandjax, function), types.FunctionType), function
+        assert getattr(bandjax, function) is getattr(m, function)
+        assert type(m) is types.ModuleType  # a plain module, not callable
+    from pathlib import Path
+
+    source = Path(bandjax.__file__).parent
+    assert not (source / "winner.py").exists() and not (source / "calibrate.py").exists()
     a = bandjax.winner(bandwidth=[1.0, 12.5])
-    b = module.winner(bandwidth=[1.0, 12.5])
-    xr.testing.assert_identical(a, b)
+    xr.testing.assert_identical(a, importlib.import_module("bandjax.winmap").winner(
+        bandwidth=[1.0, 12.5]))

@@ -1,11 +1,9 @@
-"""The reference report: ``results.json`` and ``results.md``.
+"""The reference report: ``results.json``, ``results.md`` and ``figures/``.
 
-A report is a list of sections (:data:`SECTIONS`). Each section is a module with
-
-    KEY                    heading order is the list's order
-    build(scenario, ctx)   -> its typed section (:mod:`bandjax.report.sections`), computed once
-    markdown(results)      -> str, the section of results.md, rendered from the typed sections
-                              (:class:`~bandjax.report.sections.Results`) alone
+A report is the list of sections :data:`bandjax.report.sections.SECTIONS` (what a section module
+defines is told there). Each section that builds is built once into its typed result,
+``build(scenario, ctx)``, and rendered into results.md by ``markdown(results)``; then the figures
+(:mod:`.figure_files`) draw every section's charts.
 
 results.json is the sections' JSON. ``ctx`` is a dict shared by the sections of one report: an
 output folder for figures under ``ctx["out"]``, the report's one pass of the model, and under
@@ -16,7 +14,6 @@ from __future__ import annotations
 
 import glob
 import json
-import math
 import os
 import shutil
 import sys
@@ -24,52 +21,23 @@ from pathlib import Path
 
 from .._io import atomic_write_text
 from ..scenario import Scenario, reference
-from .sections import Results, Section
+from . import figure_files
+from . import sections as _sections
+from .sections.common import Results, Section, _json_ready
 
-def _sections() -> tuple:
-    """The report's sections, in order. Imported here, not at the top, so that the command line
-    (``bandjax --help``) can import this package without loading jax."""
-    from . import breakeven, cluster, core, figures, headline, shared_wan, uncertainty
-
-    return (
-        core,
-        breakeven,
-        cluster,
-        shared_wan,
-        uncertainty,
-        headline,  # after the sections it reads; rendered first in results.md
-        figures,  # last: it draws every earlier section's results
-    )
-
-
-def __getattr__(name):
-    # SECTIONS (a tuple of section modules) is built on first use; tests may replace it
-    if name == "SECTIONS":
-        globals()["SECTIONS"] = _sections()
-        return globals()["SECTIONS"]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+SECTIONS = None
+"""The sections a report builds, in order; ``None``: every section of
+:data:`bandjax.report.sections.SECTIONS` that builds, then the figures (tests may set a tuple)."""
 
 
 def _current_sections() -> tuple:
-    return getattr(sys.modules[__name__], "SECTIONS")
+    chosen = getattr(sys.modules[__name__], "SECTIONS")
+    if chosen is not None:
+        return tuple(chosen)
+    return tuple(m for m in _sections.SECTIONS if hasattr(m, "build")) + (figure_files,)
+
 
 SCHEMA_VERSION = 2
-
-
-def _json_ready(x):
-    """Floats that JSON cannot hold become null (NaN) or the string "inf"."""
-    if isinstance(x, dict):
-        return {str(k): _json_ready(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_json_ready(v) for v in x]
-    if hasattr(x, "item") and getattr(x, "ndim", 1) == 0:
-        x = x.item()
-    if isinstance(x, float):
-        if math.isnan(x):
-            return None
-        if math.isinf(x):
-            return "inf" if x > 0 else "-inf"
-    return x
 
 
 def build(scenario: Scenario | None = None, ctx: dict | None = None) -> dict:
@@ -93,12 +61,11 @@ def markdown(results: Results | dict) -> str:
     """results.md: the title and the headline, then every section in order, rendered from the
     typed sections (a results dict is read into them first, strictly)."""
     res = Results.of(results)
-    parts = [section.markdown(res) for section in _current_sections()
-             if getattr(section, "KEY", None) != "headline"]
+    sections = _current_sections()
+    parts = [section.markdown(res) for section in sections if not getattr(section, "LEAD", False)]
+    lead = [section.markdown(res) for section in sections if getattr(section, "LEAD", False)]
     title, _, rest = parts[0].partition("\n\n")
-    from . import headline
-
-    parts = [title, headline.markdown(res), rest, *parts[1:]]
+    parts = [title, *lead, rest, *parts[1:]]
     return "\n\n".join(p.strip() for p in parts if p.strip()) + "\n"
 
 

@@ -2,7 +2,7 @@
 
 The report's headline at the top, then nine sections (bandwidth, module stages, break-evens,
 shared WAN, model size, syncing every H steps, energy, your cluster, how sure), each with its
-charts from :mod:`bandjax.report.figures` in their interactive form, a conclusion written from the
+charts from its section module (:mod:`bandjax.report.sections`) in their interactive form, a conclusion written from the
 numbers, its assumptions, and a plain note for any part whose data is not available yet. Vega, Vega-Lite and vega-embed are inlined from vl-convert's bundle; the page
 loads nothing else (no script, font or style from the network).
 
@@ -20,10 +20,11 @@ from pathlib import Path
 from .. import variants as _v
 from .._io import atomic_write_text
 from ..scenario import Scenario, reference
-from . import figures as _figures
-from . import headline as _headline
-from . import views as _views
-from .sections import Results
+from . import render as _render
+from . import sections as _sections
+from .sections import common as _views
+from .sections import headline as _headline
+from .sections.common import Results
 
 PAGE = "explorer.html"
 NARROW_PX = 1100  # below this window width the charts' legends go below their plots
@@ -46,7 +47,7 @@ def _bundle() -> str:
     """Vega, Vega-Lite and vega-embed as one script, from vl-convert (no network)."""
     import vl_convert as vlc
 
-    return vlc.javascript_bundle(vl_version=_figures.vl_version()).replace("</script", "<\\/script")
+    return vlc.javascript_bundle(vl_version=_views.vl_version()).replace("</script", "<\\/script")
 
 
 def _declared(spec: dict) -> list[str]:
@@ -151,12 +152,6 @@ def _controls_html(sc: Scenario) -> str:
         parts.append(f'<label>{titles[c]} <select id="ctl-{c}" data-signal="{c}">{opts}</select></label>')
     return "\n".join(parts)
 
-
-SECTION_EXTRA = {
-    "bandwidth": """<div class="player"><button id="play-bw" type="button">&#9654; Play</button>
-<input id="bw-slider" type="range" min="0" max="{nmax}" value="{start}" aria-label="WAN bandwidth">
-<span id="bw-value"></span></div>""",
-}
 
 CSS = """
 :root { --fg:#1d1d1f; --muted:#555; --line:#ddd; --accent:#2d6cdf; }
@@ -316,6 +311,27 @@ main().catch(err => {
 """
 
 
+def _section_html(n: int, view: _views.View, module, charts: dict, specs: dict,
+                  page_data: dict) -> str:
+    """One section of the page: its own HTML above the charts (a play button), the charts, its HTML
+    below them, its table and more tables, then its words (see :mod:`bandjax.report.sections`)."""
+    extra = module.page_html(view, specs, page_data) if hasattr(module, "page_html") else {}
+    body = [extra.get("top", "")]
+    divs = [f'<div id="chart-{cid}" class="chart"></div>' for cid, (key, _, _) in charts.items()
+            if key == view.key]
+    if getattr(module, "CHART_GRID", False) and divs:  # side by side where the window is wide enough
+        divs = [f'<div class="chart-grid">{"".join(divs)}</div>']
+    body += divs
+    body.append(extra.get("after_charts", ""))
+    body.append(_table(view.table))
+    for heading, t in module.extra_tables(view) if hasattr(module, "extra_tables") else ():
+        shown = _table(t) if isinstance(t, dict) and "columns" in t else _generic_table(t)
+        body.append(f"<h3>{html.escape(heading)}</h3>" + shown)
+    body.append(_words(view, page_data["initial"]))
+    return (f'<section id="{view.key}"><h2>{n}. {html.escape(view.title)}</h2>\n'
+            + "\n".join(b for b in body if b) + "</section>")
+
+
 def page(scenario: Scenario | None = None, results: Results | dict | None = None,
          sweeps=None) -> str:
     """The explorer page as one HTML string (charts' JavaScript inlined), drawn from the report's
@@ -323,9 +339,9 @@ def page(scenario: Scenario | None = None, results: Results | dict | None = None
     sections ``results`` (typed, or a results dict read into them)."""
     sc = reference() if scenario is None else scenario
     results = Results.of(results)
-    views = _views.collect(sc, results, sweeps)
-    charts = _figures.charts(views, sc, interactive=True)
-    specs = {cid: _figures.to_spec(chart, data) for cid, (_, chart, data) in charts.items()}
+    views = _render.collect(sc, results, sweeps)
+    charts = _render.charts(views, sc, interactive=True)
+    specs = {cid: _views.to_spec(chart, data) for cid, (_, chart, data) in charts.items()}
     signals = {cid: _declared(s) for cid, s in specs.items()}
     bw = next(v for v in views if v.key == "bandwidth")
     ctl = _views.controls(sc)
@@ -337,35 +353,9 @@ def page(scenario: Scenario | None = None, results: Results | dict | None = None
         "initial": {**{c: ctl[c]["value"] for c in _views.CONTROLS}, "bwi": bw.data["start"], "tj": 0},
         "conclusions": {v.key: {"by": v.by_setting, "settled": v.settled} for v in views if v.by_setting},
     }
-    sections = []
-    for n, view in enumerate(views, start=1):
-        body = []
-        if view.key == "bandwidth":
-            body.append(SECTION_EXTRA["bandwidth"].format(nmax=len(bw.data["grid_GBps"]) - 1,
-                                                          start=bw.data["start"]))
-        if view.key == "shared_wan" and "shared_wan_trace" in specs:
-            page_data["trace_n"] = view.data["trace_meta"]["n"]
-            body.append('<div class="player"><button id="play-trace" type="button">&#9654; Play'
-                        '</button><span id="readout-trace" class="readout"></span></div>')
-        divs = [f'<div id="chart-{cid}" class="chart"></div>' for cid, (key, _, _) in charts.items()
-                if key == view.key]
-        if view.key == "cluster" and divs:  # side by side where the window is wide enough
-            divs = [f'<div class="chart-grid">{"".join(divs)}</div>']
-        body += divs
-        if view.key == "bandwidth":
-            body.append('<div id="readout-bandwidth" class="readout"></div>')
-        body.append(_table(view.table))
-        if view.key == "breakeven" and view.data.get("crossings_table"):
-            body.append("<h3>Break-evens of every pair</h3>" + _table(view.data["crossings_table"]))
-        if view.key == "breakeven" and view.data.get("enob_table"):
-            body.append("<h3>Lowest ENOB that still wins</h3>" + _table(view.data["enob_table"]))
-        if view.key == "breakeven" and view.data.get("sensitivity"):
-            table = view.data.get("sensitivity_table")
-            body.append("<h3>Sensitivities</h3>" + (_table(table) if table else
-                                                     _generic_table(view.data["sensitivity"])))
-        body.append(_words(view, page_data["initial"]))
-        sections.append(f'<section id="{view.key}"><h2>{n}. {html.escape(view.title)}</h2>\n'
-                        + "\n".join(b for b in body if b) + "</section>")
+    modules = {m.KEY: m for m in _sections.page_order()}
+    sections = [_section_html(n, view, modules[view.key], charts, specs, page_data)
+                for n, view in enumerate(views, start=1)]
     key = "; ".join(html.escape(_views.legend_name(v)) for v in sc.variants)
     headline = _headline_html(results)
     return f"""<!DOCTYPE html>

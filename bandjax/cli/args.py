@@ -19,9 +19,9 @@ def scenario_arg(parser: argparse.ArgumentParser) -> None:
 def load_scenario(args):
     """The scenario of ``--scenario FILE`` (a regular UTF-8 file of at most
     :data:`bandjax._limits.MAX_SCENARIO_BYTES`), or the reference scenario."""
-    from ._io import read_bounded_text
-    from ._limits import MAX_SCENARIO_BYTES
-    from .scenario import load, reference
+    from .._io import read_bounded_text
+    from .._limits import MAX_SCENARIO_BYTES
+    from ..scenario import load, reference
 
     path = getattr(args, "scenario", None)
     if not path:
@@ -36,7 +36,7 @@ def variant_ids(option: str, names, sc) -> list[str]:
     """The ids of the variants ``names`` (ids or short labels such as ``E'``, any case) in the
     scenario's registry (a user's variants included); a ``ValueError`` naming ``option`` for an
     unknown one or one given twice."""
-    from .breakeven import resolve_variant
+    from ..breakeven import resolve_variant
 
     ids = []
     for name in names:

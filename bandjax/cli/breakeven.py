@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 
-from .cliargs import load_scenario, scenario_arg, variant_ids
-from .scenario import BASES
+from .args import load_scenario, scenario_arg, variant_ids
+from ..scenario import BASES
 
 OVERS = ("bandwidth", "budget", "enob")
 
@@ -17,7 +17,7 @@ OVERS = ("bandwidth", "budget", "enob")
 def _check(args, sc) -> tuple[str, str, tuple[float, float] | tuple[None, None]]:
     """(a, b, (lo, hi) in SI units or None) of the arguments, or a ``ValueError`` naming the
     option, the value as typed and what is allowed."""
-    from . import breakeven as be
+    from .. import breakeven as be
 
     (a,), (b,) = variant_ids("A", [args.a], sc), variant_ids("B", [args.b], sc)
     if a == b:
@@ -44,9 +44,9 @@ def _check(args, sc) -> tuple[str, str, tuple[float, float] | tuple[None, None]]
 def _breakeven_cli(args) -> int:
     sc = load_scenario(args)
     a, b, (lo, hi) = _check(args, sc)
-    from .report import breakeven as rb
+    from . import _breakeven_out as rb
 
-    from .variants import basis_dependent
+    from ..variants import basis_dependent
 
     bases = [args.basis] if args.basis else (
         list(BASES) if set(basis_dependent(sc.variants)) & {a, b} else ["hypothesis"])

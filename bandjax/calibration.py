@@ -7,21 +7,27 @@ for a variant's fixed time d) so that :func:`bandjax.step_s` reproduces the rows
 
     minimise  sum_i ((step_i(theta) - y_i) / sigma_i)^2
 
-with y_i the mean of row i's repeats and sigma_i the standard error of that mean, or, without
-repeats, sigma_i = y_i (relative residuals, one common scale estimated from the fit). The search
-is ``optimistix.least_squares`` with ``LevenbergMarquardt`` in transformed coordinates that keep
-every parameter in its domain: log x for rates and times (> 0), x = scale x softplus(u) for a
+with y_i the mean of row i's repeats and sigma_i its standard error: y_i s_w / sqrt(n_i), with s_w
+one run's relative spread pooled over every row's repeats (sum of n_i - 1 degrees of freedom); or,
+without repeats, sigma_i = y_i (relative residuals, one common scale estimated from the fit). The
+search is ``optimistix.least_squares`` with ``LevenbergMarquardt`` in transformed coordinates that
+keep every parameter in its domain: log x for rates and times (> 0), x = scale x softplus(u) for a
 fixed time or a latency (>= 0, so a d that fits to 0 approaches it smoothly), a logistic for a
 fraction in (0, 1). All rows are evaluated at once: each row's scenario fields are arrays over
 the rows, the closed forms broadcast over them, and a one-hot picks each row's variant.
 
 Uncertainty comes from the Jacobian J of the weighted residuals in the parameters' own units at
-the optimum: covariance = s^2 (J^T J)^-1, with s^2 the reduced chi-square when there are no
-repeats (the scale is estimated) and 1 when every row gives repeats (the scale is measured).
-Intervals are estimate +- t x standard error (Student's t with the residual degrees of freedom
-when s^2 is estimated, the normal quantile otherwise). Parameters are not identifiable when
-J^T J, scaled to unit diagonal, is singular to working precision; the message names the
-parameters that trade off and the first extra measurement that would separate them.
+the optimum: covariance = s^2 (J^T J)^-1 (:func:`statistics`), with s^2 the reduced chi-square
+without repeats (the scale is estimated; Student's t on the residual degrees of freedom) and 1
+with repeats (the scale is measured; t on the pooled degrees of freedom), unless the lack-of-fit
+test (chi-square / dof against F(dof, pooled dof)) fails at :data:`MISFIT_LEVEL`: then s^2 is the
+reduced chi-square, t is on the lack-of-fit degrees of freedom and a one-line
+:class:`CalibrationWarning` names the worst rows (a second line where Bartlett's test says the
+rows' repeats do not share one spread). Intervals keep each parameter in its range
+(:func:`intervals`): a positive one on log x, one that may be 0 cut at 0, a fraction on its logit.
+Parameters are not identifiable when J^T J, scaled to unit diagonal, is singular to working
+precision; the message names the parameters that trade off and the first extra measurement that
+would separate them. docs/calibration.md says the same for users.
 """
 
 from __future__ import annotations
@@ -31,8 +37,7 @@ import dataclasses
 import io
 import math
 import os
-import sys
-import types
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -42,9 +47,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import distributions as _dist
-from .breakeven import scenario_parameter, with_parameters
-from .distributions import FIXED_PREFIX
-from .scenario import FIELDS, PRESETS, Scenario, reference, resolve_budget, save
+from .parameters import FIXED_PREFIX, scenario_parameter, with_parameters
+from .scenario import FIELDS, PRESETS, Scenario, field_table, reference, resolve_budget, save
 from .step import step_s
 from .units import UNITS, ScenarioError, parse
 
@@ -52,6 +56,8 @@ MAX_FILE_BYTES = 10_000_000  # a measurement table is rows of runs, not a trace
 MAX_ROWS = 100_000
 IDENTIFIABLE_MIN_EIGENVALUE = 1e-10  # of J^T J scaled to unit diagonal (condition number 1e10)
 LEVEL = 0.95
+MISFIT_LEVEL = 0.01  # the lack-of-fit test's level: below it the rows do not fit within their repeats' noise
+WORST_ROWS = 3  # rows the misfit warning names
 POLISH_STEPS = 4
 STEP_UNITS = {"step": None, "step_ms": 1e-3, "step_s": 1.0, "step_us": 1e-6}
 ROW_EXTRAS = ("variant", "note", "comment", "run")
@@ -61,6 +67,10 @@ DISPLAY = {dim: next(iter(units.items())) for dim, units in UNITS.items()}
 
 class CalibrationError(ScenarioError):
     """A measurement table or a fit request that is not allowed; the message says what is."""
+
+
+class CalibrationWarning(UserWarning):
+    """The rows do not fit within the noise their repeats show (the lack-of-fit test)."""
 
 
 # --------------------------------------------------------------------------- parameters by name
@@ -73,7 +83,7 @@ def numeric_fields(sc: Scenario) -> tuple[str, ...]:
 
 def dimension(name: str) -> str:
     """The dimension of a canonical parameter (a key of :data:`bandjax.units.UNITS`)."""
-    return _dist.dimension(name)
+    return _dist.dimension(name, field_table())
 
 
 def _file_keys() -> dict[str, str]:
@@ -86,7 +96,7 @@ def resolve_parameter(sc: Scenario, name: str) -> str:
     ``gpu``: the GPU rate ``gpu_peak_FLOPs``, fitted at the scenario's utilisation (the closed
     forms see only their product, so one of the two is fitted)."""
     try:
-        return _dist.resolve(name, sc.variants, steps=False)
+        return _dist.resolve(name, sc.variants, fields=field_table(), steps=False)
     except ScenarioError as e:
         raise CalibrationError(f"fit {e}" if str(e).startswith(repr(name)) else f"fit {name!r}: {e}") from None
 
@@ -264,6 +274,15 @@ def _row_value(sc: Scenario, i: int, key: str, value) -> dict[str, float]:
                                    f"{', '.join(PRESETS)}, or a parameter count > 0")
         _positive(where, float(value), value)
         return {"params": float(value)}
+    if key == "topology":
+        from .variants import TOPOLOGIES
+
+        if isinstance(value, str) and value in TOPOLOGIES:
+            return {"topology": float(TOPOLOGIES.index(value))}
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value in (0, 1):
+            return {"topology": float(value)}
+        raise CalibrationError(f"{where} = {value!r}: not a topology; allowed: "
+                               f"{', '.join(TOPOLOGIES)} (or its index 0, 1)")
     name = key if key in fields else _file_keys().get(key)
     if name not in fields:
         raise CalibrationError(
@@ -287,8 +306,11 @@ class Rows:
 
     ``variant``: (rows,) index into the scenario's variants (``Scenario.ids``); ``fields``: field -> (rows,)
     values (the scenario's own where a row does not set it); ``y``: (rows,) mean step, s;
-    ``sigma``: (rows,) its standard error (repeats) or the mean itself (no repeats);
-    ``repeats``: (rows,) how many runs each row averages.
+    ``sigma``: (rows,) its standard error, ``y x pure_rel_sd / sqrt(repeats)`` (repeats) or the
+    mean itself (no repeats); ``repeats``: (rows,) how many runs each row averages;
+    ``pure_rel_sd``: the pooled relative spread of one run about its row's mean, on ``pure_dof``
+    = sum(repeats - 1) degrees of freedom (NaN and 0 without repeats); ``spread_test``: Bartlett's
+    test that the rows share that spread (p-value, the rows with the smallest and largest spread).
     """
 
     variant: np.ndarray
@@ -297,6 +319,9 @@ class Rows:
     sigma: np.ndarray
     repeats: np.ndarray
     scale_known: bool
+    pure_rel_sd: float = math.nan
+    pure_dof: int = 0
+    spread_test: tuple = (math.nan, 0, math.nan, 0, math.nan)
 
     def __len__(self) -> int:
         return len(self.y)
@@ -309,16 +334,16 @@ def prepare_rows(measurements, sc: Scenario) -> Rows:
         raise CalibrationError("measurements: the table is empty; give one row per run")
     if len(rows) > MAX_ROWS:
         raise CalibrationError(f"measurements: {len(rows)} rows; allowed: at most {MAX_ROWS}")
-    variant, means, sems, repeats, sets = [], [], [], [], []
+    variant, means, rel_ss, repeats, sets = [], [], [], [], []
     for i, row in enumerate(rows, start=1):
         if "variant" not in row:
             raise CalibrationError(f"row {i}: missing the variant column (an id or label: "
                                    f"{', '.join(sc.ids)})")
         variant.append(sc.ids.index(_variant_id(sc, str(row["variant"]), f"row {i}: variant")))
-        steps = _step_values(i, row)
+        steps = np.asarray(_step_values(i, row))
         means.append(float(np.mean(steps)))
         repeats.append(len(steps))
-        sems.append(float(np.std(steps, ddof=1) / math.sqrt(len(steps))) if len(steps) > 1 else math.nan)
+        rel_ss.append(float(np.sum((steps / np.mean(steps) - 1.0) ** 2)))
         changes = {}
         for key, value in row.items():
             if key in ROW_EXTRAS or key in STEP_UNITS:
@@ -326,21 +351,43 @@ def prepare_rows(measurements, sc: Scenario) -> Rows:
             changes.update(_row_value(sc, i, key, value))
         sets.append(changes)
     repeats = np.asarray(repeats)
-    if np.any(repeats > 1) and not np.all(repeats > 1):
-        first = int(np.argmax(repeats == 1)) + 1
-        raise CalibrationError(f"row {first}: one step time where other rows give repeats; give "
-                               "at least two repeats in every row or one in every row")
-    scale_known = bool(np.all(repeats > 1))
-    sems = np.asarray(sems)
-    if scale_known and not np.all(sems > 0):
-        first = int(np.argmax(~(sems > 0))) + 1
-        raise CalibrationError(f"row {first}: all repeats are equal, so their spread is 0 and the "
-                               "row would have infinite weight")
+    # Repeats measure the noise: one relative spread pooled over every row's repeats (sum of
+    # (n_i - 1) degrees of freedom), not each row's own few, which are too noisy to weight by.
+    pure_dof = int(np.sum(repeats - 1))
+    scale_known = pure_dof > 0
+    pure_rel_sd = math.sqrt(sum(rel_ss) / pure_dof) if scale_known else math.nan
+    if scale_known and not pure_rel_sd > 0:
+        raise CalibrationError("measurements: every row's repeats are equal, so the spread of a run "
+                               "is 0 and the rows would have infinite weight; give the raw repeats")
     names = sorted({k for s in sets for k in s})
     fields = {k: np.array([s.get(k, float(get_parameter(sc, k))) for s in sets]) for k in names}
     means = np.asarray(means)
-    return Rows(np.asarray(variant), fields, means, sems if scale_known else means.copy(),
-                repeats, scale_known)
+    sigma = means * pure_rel_sd / np.sqrt(repeats) if scale_known else means.copy()
+    return Rows(np.asarray(variant), fields, means, sigma, repeats, scale_known,
+                pure_rel_sd, pure_dof, _spread_test(np.asarray(rel_ss), repeats))
+
+
+def _spread_test(rel_ss: np.ndarray, repeats: np.ndarray) -> tuple:
+    """(Bartlett's p-value that every row's repeats share one relative spread, the row with the
+    smallest spread (1-based) and that spread, the row with the largest and its spread): NaN and
+    0s with fewer than two rows of repeats, or a row whose repeats are all equal."""
+    none = (math.nan, 0, math.nan, 0, math.nan)
+    k = repeats > 1
+    if k.sum() < 2:
+        return none
+    dof = repeats[k] - 1
+    var = rel_ss[k] / dof
+    if not np.all(var > 0):
+        return none
+    from scipy.stats import chi2
+
+    N, m = dof.sum(), len(dof)
+    pooled = rel_ss[k].sum() / N
+    stat = (N * math.log(pooled) - np.sum(dof * np.log(var))) / (
+        1 + (np.sum(1 / dof) - 1 / N) / (3 * (m - 1)))
+    rows, lo, hi = np.flatnonzero(k), int(np.argmin(var)), int(np.argmax(var))
+    return (float(chi2.sf(stat, m - 1)), int(rows[lo]) + 1, math.sqrt(var[lo]), int(rows[hi]) + 1,
+            math.sqrt(var[hi]))
 
 
 # --------------------------------------------------------------------------- the model of a row
@@ -509,8 +556,13 @@ class Calibration:
     """A fit: the fitted scenario, each parameter's estimate, standard error and 95% interval (SI
     units), their covariance, every row's residual, and whether the rows identify the parameters.
 
-    ``interval`` is (parameter, 2); ``residual_s`` and ``residual_rel`` are (rows,), measured minus
-    fitted (s, and over the measured step). ``message`` says what cannot be told apart, if anything.
+    ``interval`` is (parameter, 2), each on the scale that keeps it in the parameter's range
+    (:func:`intervals`; ``kinds`` says which); ``residual_s`` and ``residual_rel`` are (rows,),
+    measured minus fitted (s, and over the measured step). ``message`` says what cannot be told
+    apart, if anything. With repeats, ``pure_rel_sd`` is one run's pooled relative spread on
+    ``pure_dof`` degrees of freedom, ``misfit_p`` the lack-of-fit test's p-value, ``scaled`` the
+    factor the covariance was multiplied by (the reduced chi-square where the test fails, else 1)
+    and ``warning`` the one line that says so (also issued as a :class:`CalibrationWarning`).
     """
 
     scenario: Scenario
@@ -531,6 +583,13 @@ class Calibration:
     condition: float
     identifiable: bool
     message: str
+    kinds: tuple[str, ...] = ()
+    quantile: float = math.nan
+    pure_rel_sd: float = math.nan
+    pure_dof: int = 0
+    misfit_p: float = math.nan
+    scaled: float = 1.0
+    warning: str = ""
 
     @property
     def residual_s(self) -> np.ndarray:
@@ -556,9 +615,36 @@ class Calibration:
                 "lo": float(self.interval[i, 0]), "hi": float(self.interval[i, 1]),
                 "units": self.units[i]}
 
-    def save(self, path) -> None:
-        """Write the fitted scenario as a scenario TOML file with units."""
-        save(self.scenario, path)
+    def distribution(self) -> "_dist.MultiNormal":
+        """The estimates and their covariance as a :class:`bandjax.distributions.MultiNormal`,
+        each parameter drawn on the scale of its interval (log for a positive one)."""
+        if not self.identifiable:
+            raise CalibrationError("the calibration's parameters are not identifiable, so they have "
+                                   f"no covariance: {self.message}")
+        scale = {"log": "log", "logistic": "logit"}
+        return _dist.MultiNormal(self.names, self.estimate, self.cov,
+                                 tuple(scale.get(k, "linear") for k in self.kinds))
+
+    def scenario_with_covariance(self, label: str = "calibration") -> Scenario:
+        """The fitted scenario with the estimates' covariance as the ``[uncertain]`` entry
+        ``label`` (a multinormal), replacing the scenario's own entries on the fitted parameters."""
+        fitted = set(self.names)
+        keep = []
+        for key, dist in self.scenario.uncertain:
+            if isinstance(dist, _dist.MultiNormal):
+                if fitted & set(dist.names) or key == label:
+                    continue
+            elif key in fitted:
+                continue
+            keep.append((key, dist))
+        return dataclasses.replace(self.scenario, uncertain=(*keep, (label, self.distribution())))
+
+    def save(self, path, *, covariance: bool = True) -> None:
+        """Write the fitted scenario as a scenario TOML file with units; with ``covariance`` (and
+        identifiable parameters) its ``[uncertain]`` table keeps the estimates' covariance, so
+        :func:`bandjax.uncertainty.propagate_break_even` and ``propagate_sweep`` draw them
+        together by default."""
+        save(self.scenario_with_covariance() if covariance and self.identifiable else self.scenario, path)
 
     def table(self) -> str:
         """The estimates and the residuals as text, every number with its unit."""
@@ -570,8 +656,12 @@ class Calibration:
             lines.append(f"{name:<28}{f(self.start[i]):>14}{f(self.estimate[i]):>14}"
                          f"{f(self.stderr[i]):>14}{f(self.interval[i, 0]) + ' .. ' + f(self.interval[i, 1]):>30}"
                          f"  {unit or '1'}")
-        scale = ("measured from the repeats (errors of the means); chi-square "
-                 f"{self.chi2:.4g} on {self.dof} degrees of freedom" if self.scale_known
+        scale = (f"measured from the repeats: one run's spread {self.pure_rel_sd * 100:.3g}% of a step "
+                 f"(pooled, {self.pure_dof} degrees of freedom); lack of fit chi-square "
+                 f"{self.chi2:.4g} on {self.dof} degrees of freedom"
+                 + (f" (p = {self.misfit_p:.2g})" if math.isfinite(self.misfit_p) else "")
+                 + (f", errors scaled by {math.sqrt(self.scaled):.3g}" if self.scaled != 1.0 else "")
+                 if self.scale_known
                  else f"estimated from the residuals: s = {math.sqrt(self.reduced_chi2) * 100:.3g}% "
                       f"of a step on {self.dof} degrees of freedom")
         lines += ["", f"residual scale {scale}; condition number {self.condition:.3g}", "",
@@ -581,6 +671,8 @@ class Calibration:
             lines.append(f"{i + 1:>4}  {self.variant[i]:<20}{self.measured_s[i] * 1e3:>13.6g}"
                          f"{self.fitted_s[i] * 1e3:>13.6g}{self.residual_s[i] * 1e3:>13.4g}"
                          f"{self.residual_rel[i] * 100:>12.4g}")
+        if self.warning:
+            lines += ["", f"warning: {self.warning}"]
         if not self.identifiable:
             lines += ["", f"not identifiable: {self.message}"]
         elif not self.converged:
@@ -607,6 +699,9 @@ def setup(measurements, fit: Sequence[str], scenario: Scenario | None = None,
                                "fitted; fit it from rows that leave it at the scenario's value")
     if "params" in names:
         raise CalibrationError("fit 'params': the model size is given, not fitted")
+    if "topology" in names:
+        raise CalibrationError("fit 'topology': a topology is a choice (ring or mesh), not fitted; "
+                               "set it in the scenario or give it as a column")
     p = len(names)
     if not rows.scale_known and len(rows) <= p:
         raise CalibrationError(f"measurements: {len(rows)} rows for {p} fitted parameters; without "
@@ -641,6 +736,64 @@ def covariance(JtJ, chi2, dof, scale_known):
     return cov, cond
 
 
+def intervals(x, se, kinds: Sequence[str], q: float) -> np.ndarray:
+    """(parameter, 2) intervals estimate -/+ q standard errors, each on the scale that keeps it in
+    the parameter's range: a positive parameter (``"log"``) on log x, x exp(-/+ q se / x); a
+    fraction (``"logistic"``) on log(x / (1 - x)); a parameter that may be 0 (``"softplus"``: a
+    fixed time, a latency) on x itself, cut at 0. An infinite error gives the whole range."""
+    x, se = np.asarray(x, dtype=float), np.asarray(se, dtype=float)
+    out = np.stack([x - q * se, x + q * se], axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for i, k in enumerate(kinds):
+            if not np.isfinite(se[i]):
+                out[i] = (0.0, 1.0 if k == "logistic" else math.inf)
+            elif k == "log" and x[i] > 0:
+                out[i] = x[i] * np.exp(np.array([-1.0, 1.0]) * q * se[i] / x[i])
+            elif k == "logistic" and 0 < x[i] < 1:
+                z = math.log(x[i] / (1 - x[i])) + np.array([-1.0, 1.0]) * q * se[i] / (x[i] * (1 - x[i]))
+                out[i] = 1.0 / (1.0 + np.exp(-z))
+            else:
+                out[i] = np.maximum(out[i], 0.0)
+    return out
+
+
+def lack_of_fit(chi2: float, dof: int, rows: Rows) -> float:
+    """The lack-of-fit test's p-value (NaN where it cannot be made): with repeats, chi2 / dof is
+    F(dof, pure_dof) distributed when the closed forms fit the rows and the repeats' spread is
+    the only noise."""
+    if not rows.scale_known or dof <= 0:
+        return math.nan
+    from scipy.stats import f
+
+    return float(f.sf(float(chi2) / dof, dof, rows.pure_dof))
+
+
+def statistics(JtJ, chi2, rows: Rows, p: int):
+    """(covariance, condition number, the interval's quantile, the lack-of-fit p-value, the
+    factor the covariance was scaled by) of a fit of ``p`` parameters to ``rows``.
+
+    Without repeats the scale is the reduced chi-square and the quantile Student's t on the
+    residual degrees of freedom. With repeats the weights come from the pooled spread, so the
+    covariance is (J^T J)^-1 and the quantile t on the pooled degrees of freedom, unless the
+    lack-of-fit test fails at :data:`MISFIT_LEVEL`: then the covariance is scaled by the
+    reduced chi-square and the quantile is t on the lack-of-fit degrees of freedom."""
+    from scipy.stats import norm, t
+
+    dof = len(rows) - p
+    cov, cond = covariance(JtJ, chi2, dof, rows.scale_known)
+    misfit_p = lack_of_fit(chi2, dof, rows)
+    scaled = 1.0
+    if rows.scale_known:
+        q_dof = rows.pure_dof
+        if misfit_p < MISFIT_LEVEL:
+            scaled, q_dof = float(chi2) / dof, dof
+            cov = cov * scaled
+    else:
+        q_dof = dof
+    q = float(t.ppf(0.5 + LEVEL / 2, q_dof)) if q_dof > 0 else float(norm.ppf(0.5 + LEVEL / 2))
+    return cov, cond, q, misfit_p, scaled
+
+
 def calibrate(measurements, fit: Sequence[str], scenario: Scenario | None = None, *,
               start: dict | None = None) -> Calibration:
     """Fit scenario parameters to measured step times (weighted nonlinear least squares).
@@ -649,9 +802,10 @@ def calibrate(measurements, fit: Sequence[str], scenario: Scenario | None = None
       measurements: a CSV or TOML file (one row per run; a TOML file is one array of tables such
         as ``[[run]]``), a list of dicts, a dict of columns or a DataFrame. Columns: ``variant``
         (id or label); the step time as ``step`` with a unit (``"4.1 ms"``) or ``step_ms``,
-        ``step_s``, ``step_us`` (a list, or ``;``-separated in a CSV cell, for repeats: then every
-        row needs at least two); and the fields that differ from the scenario: ``bandwidth`` (GB/s
-        or with a unit), ``budget`` (GFLOP/s or free/low/high), ``model`` (a preset or a
+        ``step_s``, ``step_us`` (a list, or ``;``-separated in a CSV cell, for repeats; their spread is
+        pooled over all rows, which may mix single runs and repeats); and the fields that differ
+        from the scenario: ``bandwidth`` (GB/s or with a unit), ``budget`` (GFLOP/s or
+        free/low/high), ``topology`` (ring or mesh), ``model`` (a preset or a
         parameter count), ``workers_per_dc``, or any numeric field by name or scenario-file key
         (a bare number is SI, or give a unit).
       fit: parameters to fit: numeric field names (``worker_port_Bps``, ``wan_latency_s``),
@@ -661,7 +815,8 @@ def calibrate(measurements, fit: Sequence[str], scenario: Scenario | None = None
       start: start values (SI units) by parameter, instead of the scenario's.
 
     Returns:
-      :class:`Calibration`.
+      :class:`Calibration`. Issues a :class:`CalibrationWarning` (one line naming the worst rows)
+      when repeats show the rows do not fit within their noise; the errors are then scaled.
     """
     problem, x0 = setup(measurements, fit, scenario, start)
     rows = problem.rows
@@ -669,38 +824,40 @@ def calibrate(measurements, fit: Sequence[str], scenario: Scenario | None = None
                                               jnp.asarray(rows.y), jnp.asarray(rows.sigma))
     x, JtJ = np.asarray(x), np.asarray(JtJ)
     dof = len(rows) - len(problem.names)
-    cov, cond = covariance(JtJ, chi2, dof, rows.scale_known)
+    cov, cond, q, misfit_p, scaled = statistics(JtJ, chi2, rows, len(problem.names))
     identifiable = bool(np.all(np.isfinite(np.diag(cov))))
     message = "" if identifiable else _advice(problem, x, JtJ)
+    warning = ""
+    if scaled != 1.0:
+        r = np.asarray(problem.weighted(jnp.asarray(x), jnp.asarray(rows.y), jnp.asarray(rows.sigma)))
+        worst = np.argsort(-np.abs(r))[:WORST_ROWS]
+        warning = (f"the rows do not fit within their repeats' noise (chi-square {float(chi2):.4g} on "
+                   f"{dof} degrees of freedom, p = {misfit_p:.2g}); worst rows "
+                   + ", ".join(f"{k + 1} ({problem.scenario.ids[rows.variant[k]]}, "
+                               f"{-r[k] * rows.sigma[k] / rows.y[k] * 100:+.3g}%)" for k in worst)
+                   + f"; errors scaled by {math.sqrt(scaled):.3g}")
+        warnings.warn(warning, CalibrationWarning, stacklevel=2)
+    spread_p, low, low_sd, high, high_sd = rows.spread_test
+    if spread_p < MISFIT_LEVEL:
+        line = (f"the rows' repeats do not share one spread (Bartlett p = {spread_p:.2g}; one run's "
+                f"spread {low_sd * 100:.3g}% of a step in row {low} to {high_sd * 100:.3g}% in row {high}), "
+                "so the pooled spread weights some rows too much and others too little; the "
+                "intervals are approximate")
+        warnings.warn(line, CalibrationWarning, stacklevel=2)
+        warning = f"{warning}; {line}" if warning else line
     se = np.sqrt(np.diag(cov))
-    if rows.scale_known or dof <= 0:
-        from scipy.stats import norm
-
-        q = float(norm.ppf(0.5 + LEVEL / 2))
-    else:
-        from scipy.stats import t
-
-        q = float(t.ppf(0.5 + LEVEL / 2, dof))
-    interval = np.stack([x - q * se, x + q * se], axis=-1)
+    interval = intervals(x, se, problem.kinds, q)
     fitted_sc = with_parameters(problem.scenario, {n: float(v) for n, v in zip(problem.names, x)})
     return Calibration(
         scenario=fitted_sc, names=problem.names, estimate=x, stderr=se, interval=interval, cov=cov,
         start=x0, measured_s=rows.y, fitted_s=np.asarray(problem.model(jnp.asarray(x))),
         variant=tuple(problem.scenario.ids[i] for i in rows.variant), repeats=rows.repeats, chi2=float(chi2),
         dof=dof, scale_known=rows.scale_known, converged=bool(ok), condition=cond,
-        identifiable=identifiable, message=message)
+        identifiable=identifiable, message=message, kinds=problem.kinds, quantile=q,
+        pure_rel_sd=rows.pure_rel_sd, pure_dof=rows.pure_dof, misfit_p=misfit_p, scaled=scaled,
+        warning=warning)
 
 
-class _CallableModule(types.ModuleType):
-    """This module, callable as :func:`calibrate`: ``bandjax.calibrate`` is the function, and
-    importing this submodule (which rebinds the package's attribute to the module) keeps it so."""
-
-    def __call__(self, *args, **kwargs) -> Calibration:
-        return calibrate(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
-
-__all__ = ["Calibration", "CalibrationError", "Problem", "Rows", "calibrate", "covariance",
-           "predict_s", "prepare_rows", "read_rows", "resolve_parameter", "setup",
-           "with_parameters"]
+__all__ = ["Calibration", "CalibrationError", "CalibrationWarning", "Problem", "Rows", "calibrate",
+           "covariance", "intervals", "lack_of_fit", "predict_s", "prepare_rows", "read_rows",
+           "resolve_parameter", "setup", "statistics", "with_parameters"]

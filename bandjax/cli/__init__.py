@@ -1,8 +1,11 @@
 """The ``bandjax`` command.
 
-Each command module adds its subcommands with ``register_cli(subparsers)`` and imports jax only
-inside its command functions, so ``bandjax --help`` and ``bandjax COMMAND --help`` load no jax.
-The command modules share their arguments through :mod:`bandjax.cliargs`; none imports this one.
+One module per command (``report.py``: report, explore and scenario; ``breakeven.py``, ``wan.py``,
+``store.py``, ``calibrate.py``), each adding its subcommands with ``register_cli(subparsers)`` and
+importing jax only inside its command functions, so ``bandjax --help`` and ``bandjax COMMAND
+--help`` load no jax. They share their arguments through :mod:`bandjax.cli.args`; none imports
+this one, and nothing outside this package imports it. A new command is a module here with
+``register_cli`` and one entry in :data:`COMMANDS`.
 
 Every expected failure (a bad argument or scenario value, a file that cannot be read or written,
 a simulation over its bound, an unreachable scheduler, a missing optional package) ends the command
@@ -16,13 +19,11 @@ import argparse
 import os
 import sys
 
-from . import breakeven_cli, calibrate_cli, store_cli
-from .report import cli as report_cli
-from .report import shared_wan
-from .units import ScenarioError
+from ..units import ScenarioError
+from . import breakeven, calibrate, report, store, wan
 
 # each register_cli(subparsers) adds one or more subcommands, in this order in --help
-COMMANDS = (report_cli, breakeven_cli, shared_wan, store_cli, calibrate_cli)
+COMMANDS = (report, breakeven, wan, store, calibrate)
 
 EXIT_ERROR = 2  # as argparse's own usage errors
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import time
 
-from ..cliargs import load_scenario, scenario_arg
+from .args import load_scenario, scenario_arg
 
 # what each report section computes, for the progress lines (a new section shows its name)
 SECTION_WORDS = {
@@ -37,11 +37,11 @@ def _progress(out: str):
 
 
 def _report(args) -> int:
-    from . import check_out, write
+    from ..report import check_out, write
 
     import json
 
-    from .headline import lines
+    from ..report.sections.headline import lines
 
     # no jax yet: a bad scenario or output folder is told at once, in one line
     sc = load_scenario(args)
@@ -70,7 +70,7 @@ def _scenario(args) -> int:
 
 
 def _explore(args) -> int:
-    from .explorer import read_results, write
+    from ..report.explorer import read_results, write
 
     sc = load_scenario(args)
     results = read_results(args.results, sc) if args.results else None

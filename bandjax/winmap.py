@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 import sys
 import threading
-import types
 from functools import partial
 
 from . import _jax  # noqa: F401  (64-bit floats, the Scenario PyTree)
@@ -32,7 +31,7 @@ import xarray as xr
 
 from .grid import DTYPES, label, precision, scenario_arrays
 from .scenario import Scenario, reference
-from .step import comm_parts_s, exposed_s, sum_parts
+from .step import Method, fragment_parts_s, rounds_step_s, sum_parts, sync_method
 from .sweepargs import Grid, parse
 
 NONE = "none"  # the label of winner / runner_up = -1: no (other) variant reaches the target
@@ -55,12 +54,13 @@ def _fused(sc: Scenario, steps, index: tuple[int, ...]):
     """Winner, its time, runner-up and margin at every grid point, variants reduced in the loop.
 
     ``steps`` is broadcastable to (*grid, registry); ``index`` the competing variants' registry
-    positions, in tie order. Every per-variant term of :func:`bandjax.step.comm_parts_s` is small
+    positions, in tie order. Every per-variant term of :func:`bandjax.step.fragment_parts_s` is small
     (it varies along few axes); the full-size work is one elementwise pass per variant, fused by
     XLA into loops that write the packed outputs only (:func:`_unpack` reads them).
     """
     c = sc.gpu_compute_s
-    parts = comm_parts_s(sc)
+    m = sync_method(sc)
+    parts = fragment_parts_s(sc, method=m)
     shape = jnp.broadcast_shapes(jnp.shape(c), jnp.shape(steps)[:-1],
                                  *(jnp.shape(p)[:-1] for p in parts))
     inf = jnp.asarray(jnp.inf, dtype=jnp.result_type(c))
@@ -68,7 +68,7 @@ def _fused(sc: Scenario, steps, index: tuple[int, ...]):
     first, runner = jnp.full(shape, -1, jnp.int8), jnp.full(shape, -1, jnp.int8)
     for k, i in enumerate(index):
         comm = sum_parts([p[..., i] for p in parts])
-        step = c + exposed_s(c, comm, sc.overlap_fraction)
+        step = rounds_step_s(c, comm, sc.overlap_fraction, Method(*(x[..., i] for x in m)))
         n = steps[..., i]
         # as sweep: no time where the steps are not a number; inf here so it never wins
         t = jnp.where(jnp.isfinite(n), n * step, inf)
@@ -324,17 +324,3 @@ def best_over(ds: xr.Dataset, dim: str, *, wins: str | None = None) -> xr.Datase
     out.attrs = {**ds.attrs, "reduced": f"best over {dim}"}
     return out
 
-
-class _Module(types.ModuleType):
-    """This module, callable as :func:`winner`.
-
-    ``bandjax.winner`` is the function, but importing this module (``from bandjax.winner import
-    names``) binds the package attribute of the same name to the module; calling it then still
-    computes the map.
-    """
-
-    def __call__(self, *args, **kwargs) -> xr.Dataset:
-        return winner(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _Module

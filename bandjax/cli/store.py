@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .cliargs import load_scenario, scenario_arg
+from .args import load_scenario, scenario_arg
 
 
 def _budget(text: str):
@@ -19,7 +19,7 @@ def _budget(text: str):
 
 
 def _store_cli(args) -> int:
-    from . import store
+    from .. import store
 
     lo, hi = args.bandwidth
     if not (np.isfinite(lo) and np.isfinite(hi) and 0 < lo <= hi):

@@ -6,32 +6,44 @@ import sys
 
 
 def register_cli(sub) -> None:
-    from .cliargs import scenario_arg
+    from .args import scenario_arg
 
     p = sub.add_parser(
         "calibrate", help="fit scenario parameters (d per variant, GPU compute, link rates) to "
                           "measured step times",
         description="Fit the named parameters so the closed forms reproduce measured step times "
                     "(weighted least squares), and print each estimate with its standard error, "
-                    "95%% interval and every row's residual, in units. FILE is a CSV or TOML "
+                    "95% interval and every row's residual, in units. FILE is a CSV or TOML "
                     "table, one row per run: variant, step time (step = '4.1 ms', or a step_ms "
                     "column; repeats as a list or ';'-separated), and the fields that differ from "
-                    "the scenario (bandwidth in GB/s, budget, model, workers_per_dc, any field).")
+                    "the scenario (bandwidth in GB/s, budget, model, topology, workers_per_dc, any field).")
     p.add_argument("file", metavar="FILE", help="measurements, .csv or .toml")
     p.add_argument("--fit", nargs="+", required=True, metavar="PARAM",
                    help="parameters to fit: d.<variant> (id or label), gpu, a scenario field "
                         "(worker_port_Bps, wan_Bps, ...) or its file key (wan, worker_port)")
-    p.add_argument("--write", metavar="FILE", help="write the fitted scenario as TOML with units")
+    p.add_argument("--write", metavar="FILE", help="write the fitted scenario as TOML with units, "
+                   "the estimates' covariance in its [uncertain] table (refused when the rows do "
+                   "not identify the parameters, unless --force)")
+    p.add_argument("--force", action="store_true",
+                   help="with --write: write the fitted scenario even when the parameters are not "
+                        "identifiable (then without a covariance)")
     scenario_arg(p)
     p.set_defaults(func=_calibrate_cli)
 
 
 def _calibrate_cli(args) -> int:
-    from .calibrate import calibrate
-    from .cliargs import load_scenario
+    import warnings
 
-    cal = calibrate(args.file, args.fit, load_scenario(args))
+    from ..calibration import CalibrationError, CalibrationWarning, calibrate
+    from .args import load_scenario
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalibrationWarning)  # the table prints it
+        cal = calibrate(args.file, args.fit, load_scenario(args))
     print(cal.table())
+    if args.write and not cal.identifiable and not getattr(args, "force", False):
+        raise CalibrationError(f"--write {args.write}: not written, the rows do not identify "
+                               f"{', '.join(cal.names)} (see above); give --force to write it anyway")
     if args.write:
         cal.save(args.write)
         print(f"\nwrote the fitted scenario to {args.write}")
@@ -45,7 +57,7 @@ def main(argv=None) -> int:
     bad input."""
     import argparse
 
-    from .units import ScenarioError
+    from ..units import ScenarioError
 
     parser = argparse.ArgumentParser(prog="bandjax")
     sub = parser.add_subparsers(dest="command", required=True)

@@ -6,11 +6,30 @@ Read from the other sections' results and the report's one pass; nothing is comp
 
 from __future__ import annotations
 
-from ..scenario import BASES, Scenario
-from . import passes
-from .sections import BreakEvens, Headline, Results
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ...scenario import BASES, Scenario
+from .. import passes
+from .breakeven import BreakEvens
+from .common import Results, Section
+
+
+@dataclass(frozen=True)
+class Headline(Section):
+    """Who wins at the scenario (s), where the winner changes over bandwidth (GB/s), and the
+    smallest change that would make the in-transit band win, per basis."""
+
+    KEY: ClassVar[str] = "headline"
+
+    wan_GBps: float
+    winner: dict  # [basis] {variant, time_to_target_s}
+    changes: dict  # [basis] [{from, to, GBps}]
+    smallest_change: dict  # [basis] {a, b, parameter, current, required, ratio, units, status}
+
 
 KEY = Headline.KEY
+LEAD = True  # results.md shows it right after the title
 
 
 def _segments(sw: passes.Sweeps, basis: str, own: str) -> list[tuple[str, float, float]]:
@@ -124,7 +143,7 @@ def lines(results: Results | dict) -> list[str]:
 
 
 def _display_name(parameter: str) -> str:
-    from ..names import NAMES
+    from ...names import NAMES
 
     entry = NAMES.get(parameter)
     return entry.name if entry is not None else parameter

@@ -4,14 +4,49 @@ model size and syncing every H steps (docs/model.md sections 2 to 9)."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from ..scenario import BASES, PRESETS, Scenario, to_toml_dict
-from ..step import COMPONENT_LABELS, COMPONENTS, STAGES, budget_break_even_FLOPs
-from . import passes
-from .constants import BUDGETS, ENERGY_PARTS, STATUS
-from .sections import Core, Results
+from ...scenario import BASES, PRESETS, Scenario, to_toml_dict
+from ...step import COMPONENT_LABELS, COMPONENTS, STAGES, budget_break_even_FLOPs
+from .. import passes
+from ..constants import BUDGETS, ENERGY_PARTS, STATUS
+from .common import Results, Section
+
+
+@dataclass(frozen=True)
+class Core(Section):
+    """Setup, step times and stages, times to target, hot spots, energy, model size and syncing
+    every H steps (docs/model.md sections 2 to 9). Dicts are keyed by variant id, then budget
+    ("free", "low", "high") or basis ("hypothesis", "exact"); units are in ``units``."""
+
+    KEY: ClassVar[str] = "core"
+    FLAT: ClassVar[bool] = True
+
+    target_loss: float
+    setup: dict  # the scenario (as its TOML), workers, WAN in GB/s and Gb/s, budgets, variants
+    units: dict
+    assumptions: dict
+    step_ms: dict  # [variant][budget] ms
+    stages_ms: dict  # [stage] ms at [free]; compute [budget] ms; binding [budget] stage
+    budget_break_even_GFLOPs: float
+    bytes_per_worker: dict  # [variant] B per step
+    wan_bytes_per_step: dict  # [variant] B per step
+    compute_share: dict  # [variant] share of the step at [free]
+    time_to_target_s: dict  # [basis][variant] s (None: none)
+    steps_to_target: dict  # [basis][variant] steps ("never", None)
+    hot_spots: dict  # [variant][budget][component] share of the step
+    energy: dict  # per_step_J [variant][budget][part]; to_target_kJ [basis][variant][budget]
+    model_size: dict  # [preset] params, step_ms, time_to_target_s
+    sync_every_H: dict  # H, assumption, step_ms, time_to_target_s along H
+    by_enob: dict  # enob, step_ms, time_to_target_s, status along the measured ENOBs
+
+    def names(self) -> dict[str, str]:
+        """Variant id -> short label, as the report names variants."""
+        return {vid: v["short"] for vid, v in self.setup["variants"].items()}
+
 
 KEY = Core.KEY
 
@@ -24,6 +59,8 @@ UNITS = {
     "sync_every_H.time_to_target_s": "s", "sync_every_H.step_ms": "ms",
     "cluster.time_to_target_s": "s", "cluster.break_even_GBps": "GB/s",
 }
+
+
 ASSUMPTIONS = {
     "hypothesis": "a basis-dependent variant (E') takes the steps of its hypothesis rule (E's "
                   "measured steps): the hypothesis that the optics' noise helps, from a single seed",
@@ -144,9 +181,6 @@ def _float(x):
     """A time as JSON: None where there is none (never reaches the target, or not measured)."""
     x = float(x)
     return None if math.isnan(x) else x
-
-
-# ------------------------------------------------------------------------------------ markdown
 
 
 def _num(x, digits=3) -> str:
@@ -295,6 +329,3 @@ def markdown(results: Results | dict) -> str:
                    [[str(x), *(_num(h["time_to_target_s"]["hypothesis"][v][k]) for v in ids)]
                     for k, x in enumerate(h["H"])])]
     return "\n".join(out)
-
-
-

@@ -1,0 +1,88 @@
+"""What ``bandjax breakeven`` prints: break-evens over bandwidth, budget or ENOB, elasticities and
+the smallest change that makes A win. Loaded by the command once its arguments are checked."""
+
+from __future__ import annotations
+
+from .. import breakeven as be
+from .. import inverse as inv
+from .. import sensitivity as sens
+from .. import variants as _v
+import numpy as np
+
+from ..report.sections.breakeven import BASIS_NOTE, ENOB_GRID_GBps, _budget_label, _fmt_value
+
+
+def print_bandwidth(sc, a, b, basis, lo, hi) -> None:
+    r = be.break_even(sc, a, b, basis=basis, lo=lo, hi=hi)
+    _header(sc, r, basis)
+    print(f"  WAN searched {r.lo / 1e9:g} to {r.hi / 1e9:g} GB/s")
+    _print_crossings(sc, r, lambda x: f"{x / 1e9:.6g} GB/s = {8 * x / 1e9:.6g} Gb/s")
+
+
+def print_budget(sc, a, b, basis, lo, hi) -> None:
+    r = be.break_even(sc, a, b, over="budget", basis=basis, lo=lo, hi=hi)
+    _header(sc, r, basis)
+    print(f"  module budget searched {r.lo / 1e9:g} to {r.hi / 1e9:g} GFLOP/s at "
+          f"{float(sc.wan_Bps) / 1e9:g} GB/s WAN")
+    _print_crossings(sc, r, lambda x: f"{x / 1e9:.6g} GFLOP/s")
+    budget = be.budget_break_even(sc)
+    print(f"  (the module's compute stops binding above {budget['numeric_GFLOPs']:.6g} GFLOP/s)")
+
+
+def print_enob(sc, a, b, basis, lo, hi) -> None:
+    lo = lo or be.BANDWIDTH_RANGE_GBps[0] * 1e9
+    hi = hi or be.BANDWIDTH_RANGE_GBps[1] * 1e9
+    grid = sorted({*(g for g in ENOB_GRID_GBps if lo / 1e9 <= g <= hi / 1e9)})
+    lowest = be.enob_break_even(sc, a, b, grid, basis=basis)
+    dependent = set(_v.basis_dependent(sc.variants)) & {a, b}
+    note = f"{basis} basis: {BASIS_NOTE[basis]}" if dependent else BASIS_NOTE[None]
+    print(f"{sc.variant(a).short} ({a}) vs {sc.variant(b).short} ({b}), {note}")
+    measured = sc.steps.measured_enobs(a, sc.variants)
+    print(f"  lowest measured ENOB at which it still wins (measured: {', '.join(map(str, measured))}):")
+    for g, e in zip(grid, lowest):
+        print(f"  {g:>8g} GB/s = {8 * g:>6g} Gb/s: " + ("none" if np.isnan(e) else f"ENOB {e:g}"))
+
+
+def _header(sc, r: be.BreakEven, basis) -> None:
+    dependent = set(_v.basis_dependent(sc.variants)) & {r.a, r.b}
+    note = f"{basis} basis: {BASIS_NOTE[basis]}" if dependent else BASIS_NOTE[None]
+    steps = f"steps to target {r.steps_a:g} vs {r.steps_b:g}"
+    print(f"{sc.variant(r.a).short} ({r.a}) vs {sc.variant(r.b).short} ({r.b}), {note}; {steps}; "
+          f"module budget [{_budget_label(sc)}]; d calibrated; target loss {sc.steps.target_loss:g}")
+
+
+def _print_crossings(sc, r: be.BreakEven, fmt) -> None:
+    at = r.at()
+    if not at["x"]:
+        if at["status"] in ("a_wins_throughout", "b_wins_throughout"):
+            w = at["winners"][0]
+            print(f"  no break-even in range: {sc.variant(w).short} ({w}) is faster throughout")
+        else:
+            print(f"  no break-even: {at['status'].replace('_', ' ')}")
+        return
+    for k, x in enumerate(at["x"]):
+        below, above = at["winners"][k], at["winners"][k + 1]
+        print(f"  break-even {k + 1}: {fmt(x)}  (below: {sc.variant(below).short} faster; above: "
+              f"{sc.variant(above).short} faster)")
+
+
+def print_elasticities(sc, a, b, over, basis, lo, hi) -> None:
+    r, elast = sens.elasticities(sc, a, b, over=over, basis=basis, lo=lo, hi=hi)
+    for k in range(int(r.count)):
+        print(f"  elasticities of break-even {k + 1} (% per %), largest first:")
+        for n, v in sorted(elast.items(), key=lambda kv: -abs(float(kv[1][k])))[:8]:
+            print(f"    {n:<28} {float(v[k]):+.4f}")
+
+
+def print_achieve(sc, a, b, parameter, basis) -> None:
+    c = inv.smallest_change(sc, a, b, parameter, basis=basis)
+    if c.status == "already":
+        print(f"  {sc.variant(a).short} already beats {sc.variant(b).short}; nothing to change")
+    elif c.status == "found":
+        side = "below" if c.ratio < 1 else "above"
+        print(f"  {sc.variant(a).short} beats {sc.variant(b).short} with {parameter} {side} "
+              f"{_fmt_value(c.required, c.units)} (now {_fmt_value(c.current, c.units)}; "
+              f"x {c.ratio:.4g} is the smallest change)")
+    else:
+        print(f"  no {parameter} in {_fmt_value(c.lo, c.units)} to "
+              f"{_fmt_value(c.hi, c.units)} makes {sc.variant(a).short} beat {sc.variant(b).short}")

@@ -1,0 +1,278 @@
+"""The WAN bandwidth a compute-utilisation target needs (docs/model.md section 14).
+
+Compute utilisation CU = c / step never falls as the bandwidth B grows. With syncs in rounds the
+step is piecewise linear in 1/B:
+
+    step = c + F max(0, comm_frag(B) - w) / H,   comm_frag(B) = A + W / B,   w = (f + tau) c
+
+with W the WAN bytes on each directed link of one fragment sync (a sync's / F) and A every other
+term of a fragment sync (module stages and ports / F, latency, d). So
+
+    CU >= u  <=>  step <= c / u  <=>  W / B <= R = H c (1/u - 1) / F + w - A
+
+and the smallest such B is W / R where R > 0. The root is this closed form: exact, vectorised over
+every other dimension in one jitted call, and differentiable by plain automatic differentiation
+(it is what the implicit function theorem gives for the root of CU(B) = u). Where R <= 0 no
+bandwidth reaches u: the terms in A (latency, d, the module, the ports) or the compute itself (no
+window to hide behind) cap it; where W / R passes the range's top the range caps it.
+
+With per-link values (docs/model.md section 15) B is the scenario's ``wan_Bps``, the slowest
+link's bandwidth, every link scaled in proportion. A ring's WAN term is still W / B + latency,
+with W a fragment's bytes per link over its slowest link's relative bandwidth (1 for the slowest
+ring link): the same closed form. A mesh's is the largest over its links of W / (B b_ij) +
+hops x l_ij (b_ij = B_ij / B), and CU >= u needs every link's term to fit:
+
+    W / (B b_ij) <= R_ij = H c (1/u - 1) / F + w - A' - hops x l_ij   for every link ij
+
+(A' the terms of A other than the latency), so B* = max over links of W / (b_ij R_ij), not
+reachable where any R_ij <= 0: still a closed form, one per link, and its maximum.
+"""
+
+from __future__ import annotations
+
+from . import _jax  # noqa: F401  (64-bit floats, the Scenario PyTree)
+import jax
+import jax.numpy as jnp
+import numpy as np
+import xarray as xr
+
+from .grid import scenario_arrays
+from .labels import COORD_ATTRS
+from .links import scaling_note
+from .scenario import Scenario, reference
+from .step import (COMPONENTS, STAGES, col, fragment_parts_s, sum_parts, sync_method, traffic_B,
+                   wan_link_terms_s, window_s)
+from .sweepargs import parse
+
+DEFAULT_UTILISATION = (0.5, 0.8, 0.9, 0.95, 0.99)
+DEFAULT_RANGE_GBps = (0.1, 1000.0)
+
+# status of a needed bandwidth
+REACHED, NOT_REACHABLE, BELOW_RANGE = 0, 1, 2
+STATUS_MEANINGS = "reached not_reachable below_range"
+# what caps a target that is not reachable (index into CAPS; NONE where it is reachable)
+CAPS = ("none", "latency", "d", "module", "ports", "compute", "range")
+_NONE, _LATENCY, _D, _MODULE, _PORTS, _COMPUTE, _RANGE = range(len(CAPS))
+# the terms of a fragment sync (COMPONENTS after c) grouped by the cap they name
+_GROUPS = {"latency": ("wan_latency",), "d": ("fixed",),
+           "module": tuple(f"module_{s}" for s in STAGES), "ports": ("qsfp", "port")}
+_AT = {name: i for i, name in enumerate(COMPONENTS[1:])}
+
+
+def _needed_per_link(sc: Scenario, m, W, groups, c, u):
+    """The closed form link by link (per-link values, docs/model.md section 15): (B*, reachable,
+    cap groups with the latency of the link that needs the most room).
+
+    Each link ij has its fragment's WAN time W / (B b_ij) + lat_ij (:func:`wan_link_terms_s`,
+    seconds at the scenario's B, b_ij its bandwidth relative to B); it fits where
+    W / (B' b_ij) <= R_ij = H c (1/u - 1) / F + w - A' - lat_ij, so B' >= W / (b_ij R_ij), and
+    B* is the largest over links. W / (B b_ij) is seconds at B, so W / (b_ij R_ij) is
+    B x (W / (B b_ij)) / R_ij.
+    """
+    wan_s, lat_s = wan_link_terms_s(sc, traffic_B(sc))  # one sync's, (..., variant, link)
+    F = jnp.asarray(m.fragments)[..., None]
+    time_s = wan_s / F  # a fragment's bytes part on each link at the scenario's bandwidth
+    rest = sum_parts([v for k, v in groups.items() if k != "latency"])
+    nd = max(jnp.ndim(rest), jnp.ndim(lat_s) - 1, jnp.ndim(wan_s) - 1, jnp.ndim(c))
+    base = m.H * c * (1 / u.reshape(u.shape + (1,) * nd) - 1) / m.fragments \
+        + window_s(c, col(sc.overlap_fraction), m.delay) - rest
+    R = base[..., None] - lat_s  # (utilisation, ..., variant, link)
+    fits = R > 0
+    some = jnp.all(fits, axis=-1)
+    need = col(sc.wan_Bps)[..., None] * time_s / jnp.where(fits, R, 1.0)
+    B = jnp.max(jnp.where(time_s > 0, need, 0.0), axis=-1)  # no WAN bytes: any bandwidth
+    groups = {**groups, "latency": jnp.max(jnp.broadcast_to(lat_s, jnp.broadcast_shapes(
+        lat_s.shape, jnp.shape(wan_s))), axis=-1)}
+    return B, some, groups
+
+
+def _split(sc: Scenario):
+    """(W, A-terms by cap group): one fragment sync's WAN bytes per link (B) and its other terms (s)."""
+    m = sync_method(sc)
+    parts = fragment_parts_s(sc, method=m)
+    W = traffic_B(sc).wan_B / m.fragments
+    groups = {k: sum_parts([parts[_AT[n]] for n in names]) for k, names in _GROUPS.items()}
+    return m, W, groups
+
+
+@jax.jit
+def needed_Bps(sc: Scenario, utilisation, lo_Bps, hi_Bps):
+    """The smallest WAN bandwidth in [lo, hi] at which each variant's compute utilisation reaches
+    ``utilisation``, with why where none does.
+
+        B* = W / R,   R = H c (1/u - 1) / F + (f + tau) c - A
+
+    Args:
+      sc: the scenario; every numeric field may be an array, broadcasting with the rest.
+      utilisation: targets u in (0, 1], any shape; the result has it in front of the scenario's
+        batch shape and the variant axis.
+      lo_Bps, hi_Bps: the range, B/s.
+
+    Returns:
+      (bandwidth B/s, status, cap): bandwidth is NaN where not reachable and ``lo`` where the
+      target is met already at the range's bottom; status one of REACHED, NOT_REACHABLE,
+      BELOW_RANGE; cap an index into :data:`CAPS`.
+    """
+    m, W, groups = _split(sc)
+    c = col(sc.gpu_compute_s)
+    u = jnp.asarray(utilisation, dtype=float)
+    if sc.links is None:
+        A = sum_parts(list(groups.values()))
+        u = u.reshape(u.shape + (1,) * jnp.ndim(A))
+        R = m.H * c * (1 / u - 1) / m.fragments + window_s(c, col(sc.overlap_fraction), m.delay) - A
+        some = R > 0
+        B = W / jnp.where(some, R, 1.0)
+        # no WAN bytes: any bandwidth is enough wherever the rest fits
+        B = jnp.where(W > 0, B, 0.0)
+    else:
+        B, some, groups = _needed_per_link(sc, m, W, groups, c, u)
+    over = some & (B > hi_Bps)
+    below = some & (B <= lo_Bps)
+    status = jnp.where(~some | over, NOT_REACHABLE, jnp.where(below, BELOW_RANGE, REACHED))
+    # what caps an unreachable target: the largest term of A, or the compute (nothing to hide behind)
+    stacked = jnp.stack(jnp.broadcast_arrays(*groups.values()), axis=-1)
+    biggest = 1 + jnp.argmax(stacked, axis=-1)  # _LATENCY + position in _GROUPS order
+    term = jnp.where(jnp.max(stacked, axis=-1) > 0, biggest, _COMPUTE)
+    cap = jnp.where(~some, term, jnp.where(over, _RANGE, _NONE))
+    bandwidth = jnp.where(status == NOT_REACHABLE, jnp.nan, jnp.where(below, lo_Bps, B))
+    shape = jnp.broadcast_shapes(jnp.shape(bandwidth), jnp.shape(cap))
+    return (jnp.broadcast_to(bandwidth, shape), jnp.broadcast_to(status, shape).astype(jnp.int8),
+            jnp.broadcast_to(cap, shape).astype(jnp.int8))
+
+
+@jax.jit
+def needed_H(sc: Scenario, utilisation):
+    """The fewest inner steps a round, H, at which each variant's compute utilisation reaches
+    ``utilisation`` at the scenario's own bandwidth (docs/model.md section 14):
+
+        F max(0, comm_frag - (f + tau) c) / H <= c (1/u - 1)
+        =>  H = max(ceil(F max(0, comm_frag - w) / (c (1/u - 1))), F, tau + 1)
+
+    F and tau are the variant's; its own H (if any) is what is asked, so it is ignored. Returns
+    H (inf where no H reaches u: u = 1 with a sync that outlasts its window), shape
+    (utilisation, ..., variant).
+    """
+    m = sync_method(sc)
+    c = col(sc.gpu_compute_s)
+    exposed = jnp.maximum(0.0, sum_parts(list(fragment_parts_s(sc, method=m)))
+                          - window_s(c, col(sc.overlap_fraction), m.delay))
+    u = jnp.asarray(utilisation, dtype=float)
+    u = u.reshape(u.shape + (1,) * jnp.ndim(exposed))
+    allowed = c * (1 / u - 1)
+    # a ratio within rounding of a whole number is that number (its ceil would overshoot by one)
+    ratio = m.fragments * exposed / jnp.where(allowed > 0, allowed, 1.0)
+    H = jnp.ceil(ratio * (1 - 1e-12))
+    H = jnp.where(allowed > 0, H, jnp.where(exposed > 0, jnp.inf, 1.0))
+    return jnp.maximum(H, jnp.maximum(m.fragments, m.delay + 1))
+
+
+def _check_targets(utilisation) -> np.ndarray:
+    u = np.atleast_1d(np.asarray(utilisation, dtype=float))
+    if u.ndim != 1 or u.size == 0:
+        raise ValueError(f"utilisation = {utilisation!r}: expected one target or a list of them")
+    bad = ~((u > 0) & (u <= 1))
+    if np.any(bad):
+        raise ValueError(f"utilisation = {float(u[np.argmax(bad)])!r}: a compute utilisation "
+                         "target must be in (0, 1]")
+    return u
+
+
+def required_bandwidth(scenario: Scenario | None = None, utilisation=DEFAULT_UTILISATION, *,
+                       variant=None, range_GBps=DEFAULT_RANGE_GBps, **grid) -> xr.Dataset:
+    """The WAN bandwidth each variant needs to keep its GPUs computing a share ``utilisation``
+    of the time (docs/model.md section 14), over any grid of the other parameters.
+
+    Args:
+      scenario: the parameters; the reference scenario by default.
+      utilisation: compute-utilisation targets u in (0, 1] (c / step), one or a list.
+      variant: variant ids of the scenario's registry (all by default), as for :func:`bandjax.sweep`.
+      range_GBps: (lowest, highest) bandwidth searched, GB/s per directed WAN link.
+      **grid: any other argument of :func:`bandjax.sweep` but ``bandwidth`` (``H``, ``model``,
+        ``dcs``, ``wan_latency_s``, ...): each a scalar or a sequence (a dimension).
+
+    Returns:
+      An ``xarray.Dataset`` over (utilisation, the swept dimensions, variant) with
+      ``required_bandwidth_GBps`` (GB/s; NaN where not reachable, the range's bottom where the
+      target is met there already), ``required_bandwidth_Gbitps`` (the same in Gbit/s),
+      ``status`` (``reached``, ``not_reachable``, ``below_range``: flag values and meanings) and
+      ``cap`` (what caps a target that is not reachable: latency, d, module, ports, compute or
+      range; ``none`` where it is reachable).
+
+    With per-link values (``scenario.links``) the bandwidth is the slowest link's, every link
+    scaled in proportion (``attrs["links_scaling"]`` says so); a mesh's answer is the largest of
+    its links' closed forms (docs/model.md section 15).
+    """
+    sc = reference() if scenario is None else scenario
+    if "bandwidth" in grid or "wan_Bps" in grid:
+        raise ValueError("bandwidth: required_bandwidth solves for the WAN bandwidth; sweep any "
+                         "other parameter instead")
+    lo, hi = (float(x) for x in range_GBps)
+    if not (0 < lo < hi < np.inf):
+        raise ValueError(f"range_GBps = {range_GBps!r}: expected (lowest, highest) GB/s with "
+                         "0 < lowest < highest")
+    u = _check_targets(utilisation)
+    g = parse(sc, variant=variant, **grid)
+    bandwidth, status, cap = needed_Bps(scenario_arrays(sc, g), u, lo * 1e9, hi * 1e9)
+    index = np.asarray(g.index)
+    bandwidth, status, cap = (np.take(np.asarray(x), index, axis=-1) for x in (bandwidth, status, cap))
+    shape = (u.size, *g.shape, index.size)
+    bandwidth, status, cap = (np.broadcast_to(x, shape) for x in (bandwidth, status, cap))
+    dims = ["utilisation", *g.dims, "variant"]
+    if not g.variant_is_dim:
+        bandwidth, status, cap = (x[..., 0] for x in (bandwidth, status, cap))
+        dims = dims[:-1]
+    coords: dict = {"utilisation": xr.Variable("utilisation", u, {
+        "units": "1", "long_name": "compute utilisation target (GPU compute / step time)"})}
+    for a in g.axes:
+        coords[a.name] = xr.Variable(a.name, np.asarray(a.coords), a.attrs)
+    for dim, cval in g.scalars.items():
+        coords[dim] = xr.Variable((), cval, g.scalar_attrs.get(dim, {}))
+    for name, (cdims, values, attrs) in g.extra_coords.items():
+        coords[name] = xr.Variable(cdims, values, attrs)
+    vids = g.variants
+    if g.variant_is_dim:
+        coords["variant"] = xr.Variable("variant", np.asarray(vids), COORD_ATTRS["variant"])
+        coords["label"] = xr.Variable("variant", np.asarray([sc.variant(v).short for v in vids]))
+    else:
+        coords["variant"] = xr.Variable((), vids[0], COORD_ATTRS["variant"])
+    GBps = bandwidth / 1e9
+    delayed = [v for v in vids if sc.variant(v).delay > 0]
+    ds = xr.Dataset({
+        "required_bandwidth_GBps": xr.Variable(dims, GBps, {
+            "units": "GB/s", "long_name": "WAN bandwidth per directed link the target needs",
+            "note": "NaN where not reachable; the range's bottom where already met there"}),
+        "required_bandwidth_Gbitps": xr.Variable(dims, 8 * GBps, {
+            "units": "Gbit/s", "long_name": "the same in Gbit/s (8 x GB/s)"}),
+        "status": xr.Variable(dims, status, {
+            "units": "1", "long_name": "whether the target is reached in the range",
+            "flag_values": [REACHED, NOT_REACHABLE, BELOW_RANGE], "flag_meanings": STATUS_MEANINGS}),
+        "cap": xr.Variable(dims, cap, {
+            "units": "1", "long_name": "what caps a target that is not reachable",
+            "flag_values": list(range(len(CAPS))), "flag_meanings": " ".join(CAPS)}),
+    }, coords=coords)
+    ds.attrs.update({
+        "title": "bandjax: WAN bandwidth a compute-utilisation target needs",
+        "range_GBps": [lo, hi],
+        "method": "closed form B = W / (H c (1/u - 1) / F + (f + tau) c - A) (docs/model.md "
+                  "section 14); with links that differ, the largest over links of the same form "
+                  "link by link (section 15)",
+        "assumptions": "syncing every H steps"
+                       + (f" and a sync's delay ({', '.join(delayed)})" if delayed else "")
+                       + " assumed not to change steps to target",
+    })
+    note = scaling_note(sc, ["bandwidth"])
+    if note:
+        ds.attrs["links_scaling"] = note
+    return ds
+
+
+def cap_names(cap: xr.DataArray) -> xr.DataArray:
+    """The :data:`CAPS` name of each code of ``required_bandwidth(...)["cap"]``."""
+    return xr.apply_ufunc(lambda a: np.asarray(CAPS, dtype=object)[a], cap)
+
+
+def status_names(status: xr.DataArray) -> xr.DataArray:
+    """The name of each code of ``required_bandwidth(...)["status"]`` (reached, not_reachable,
+    below_range)."""
+    return xr.apply_ufunc(lambda a: np.asarray(STATUS_MEANINGS.split(), dtype=object)[a], status)
+

@@ -1,0 +1,83 @@
+"""The report's figures: every page section's charts written as ``figures/<id>.svg`` and ``.png``
+into the report's folder, and embedded in results.md.
+
+Run by the report after every section of :data:`bandjax.report.sections.SECTIONS` has been built,
+it draws them as results.json holds them (the same views and charts as the page, with the page's
+controls fixed at the scenario's setting).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .._io import atomic_write_bytes
+from ..scenario import Scenario
+from . import passes
+from .render import charts, collect, render
+from .sections.common import Results, Section, _json_ready, to_spec
+
+FIGURES_DIR = "figures"
+
+
+@dataclass(frozen=True)
+class Figures(Section):
+    """The figures written (paths relative to the report folder) and, per page section, the words
+    printed beside them."""
+
+    KEY: ClassVar[str] = "figures"
+    FLAT: ClassVar[bool] = True
+
+    figures: list  # {id, section, title, svg, png}
+    figure_sections: list | None = None  # {section, title, conclusion, ...}; with figures
+
+
+KEY = Figures.KEY
+
+
+def build(scenario: Scenario, ctx: dict) -> Figures:
+    """Write every figure into ``ctx["out"]/figures`` (when there is an output folder), drawn from
+    the sections built before (``ctx["sections"]``) as results.json holds them."""
+    out = ctx.get("out")
+    if out is None:
+        return Figures(figures=[])
+    from pathlib import Path
+
+    from tqdm import tqdm
+
+
+    done = ctx.get("sections") or Results()
+    results = Results.of(_json_ready(done.to_json()))  # as a page read from results.json sees it
+    views = collect(scenario, results, passes.of(scenario, ctx))
+    by = {v.key: v for v in views}
+    folder = Path(out) / FIGURES_DIR
+    entries = []
+    items = list(charts(views, scenario).items())
+    for fid, (key, chart, data) in tqdm(items, desc="figures", unit="figure", leave=False):
+        svg, png = render(to_spec(chart, data))
+        atomic_write_bytes(folder / f"{fid}.svg", svg)
+        atomic_write_bytes(folder / f"{fid}.png", png)
+        entries.append({"id": fid, "section": key, "title": by[key].title,
+                        "svg": f"{FIGURES_DIR}/{fid}.svg", "png": f"{FIGURES_DIR}/{fid}.png"})
+    sections = [{"section": v.key, "title": v.title, "conclusion": v.conclusion,
+                 "assumptions": v.assumptions, "missing": v.missing} for v in views]
+    return Figures(figures=entries, figure_sections=sections)
+
+
+def markdown(results: Results | dict) -> str:
+    results = Results.of(results)
+    entries = results.figures.figures if results.figures else []
+    if not entries:
+        return ""
+    parts = ["## Figures"]
+    for s in results.figures.figure_sections or []:
+        figs = [e for e in entries if e["section"] == s["section"]]
+        parts.append(f"### {s['title']}")
+        for e in figs:
+            parts.append(f"![{s['title']}]({e['svg']})\n\n(PNG: [{e['png']}]({e['png']}))")
+        parts += s["conclusion"]
+        parts += [f"*Not available yet:* {m}" for m in s["missing"]]
+        if s["assumptions"]:
+            parts.append("Assumptions: " + " ".join(s["assumptions"]))
+    return "\n\n".join(parts)
+

@@ -1,0 +1,47 @@
+"""What the page and the figures share: every section's view and chart, and a chart as SVG and PNG.
+
+The page shell (:mod:`.explorer`) and the report's figures (:mod:`.figure_files`) draw the same
+views and charts, from :data:`bandjax.report.sections.SECTIONS`.
+"""
+
+from __future__ import annotations
+
+from ..scenario import Scenario
+from . import passes
+from . import sections as _sections
+from .passes import Sweeps
+from .sections.common import Results, View, registry, vl_version
+
+
+def collect(sc: Scenario, results: Results | dict | None = None,
+            sweeps: Sweeps | None = None, sections=None) -> list[View]:
+    """Every view of the page, in the page's order, read from the report's one pass ``sweeps``
+    (computed here when not given) and its typed sections ``results`` (a results dict is read
+    into them, strictly; an absent section is said to be missing)."""
+    results = Results.of(results)
+    sw = passes.compute(sc) if sweeps is None else sweeps
+    views: dict[str, View] = {}
+    with registry(sc):
+        for section in _sections.page_order(sections):
+            views[section.KEY] = section.view(sc, results, sw, views)
+    return list(views.values())
+
+
+def charts(views: list[View], sc: Scenario, interactive: bool = False, sections=None) -> dict:
+    """chart id -> (section key, Altair chart, datasets), in the page's order."""
+    by_key = {s.KEY: s for s in _sections.page_order(sections)}
+    out: dict = {}
+    with registry(sc):
+        for v in views:
+            for cid, (chart, data) in by_key[v.key].charts(v, sc, interactive).items():
+                out[cid] = (v.key, chart, data)
+    return out
+
+
+def render(spec: dict) -> tuple[bytes, bytes]:
+    """(SVG, PNG) of a Vega-Lite spec, rendered offline by vl-convert."""
+    import vl_convert as vlc
+
+    svg = vlc.vegalite_to_svg(spec, vl_version=vl_version())
+    png = vlc.vegalite_to_png(spec, vl_version=vl_version(), scale=2)
+    return svg.encode("utf-8"), png

@@ -1,0 +1,589 @@
+"""What every report section shares: the typed-section base and the results container, the page's
+:class:`View`, formatting, tidy rows, the variant registry's questions, colours and chart helpers.
+
+Section modules (:mod:`bandjax.report.sections`) import this one; it imports none of them.
+
+Views
+-----
+Each view is computed from the report's one pass of the closed forms (:mod:`bandjax.report.passes`)
+and from its typed sections (:class:`Results`): nothing here is typed in. A view holds tidy rows
+for the charts, a table, its conclusion (sentences written from the numbers), its assumptions, and
+what is not available yet (a section the report was built without: that part is said to be
+missing, never filled in).
+
+Rows carry the page's controls (``basis``, ``enob``, ``budget``) as strings; a row whose numbers do
+not depend on a control holds ``"*"`` there, so a chart filters ``datum.basis == '*' || datum.basis
+== basis`` and a variant that ignores the control is stored once.
+
+Charts
+------
+Every chart is an Altair (Vega-Lite) spec built from a :class:`View`. The same builder serves both
+uses: ``interactive=False`` fixes the page's controls at the scenario's setting (and draws both
+steps bases side by side) for a static figure; ``interactive=True`` reads them from Vega signals
+(``basis``, ``enob``, ``budget``, and the play position) that the page sets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import itertools
+import json
+import math
+from dataclasses import asdict, dataclass, field, fields, MISSING
+from typing import ClassVar
+
+import altair as alt
+import numpy as np
+
+from ... import variants as _v
+from ...metrics import NEVER, NOT_MEASURED
+from ...scenario import BASES, Scenario
+from .. import passes
+from ..constants import STATUS
+from ..passes import budget_options, enob_label, scenario_budget
+
+
+class Section:
+    """What every section shares: its results key, and its JSON both ways.
+
+    ``FLAT`` sections put their fields at the top level of results.json (the core tables and the
+    break-evens, as results.json has always held them); the others sit under their ``KEY``.
+    """
+
+    KEY: ClassVar[str]
+    FLAT: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "KEY" in cls.__dict__:  # a section type: Results knows it from now on
+            _TYPES[cls.KEY] = cls
+
+    def to_json(self) -> dict:
+        """The section's part of results.json (a deep copy: no value is shared with the object);
+        an optional field that is not set (None by default, and None) is left out."""
+        optional = {f.name for f in fields(self) if f.default is None}
+        d = {k: v for k, v in asdict(self).items() if not (k in optional and v is None)}
+        return d if self.FLAT else {self.KEY: d}
+
+    @classmethod
+    def keys(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def read(cls, results: dict):
+        """The section from a results dict, ``None`` where the results do not hold it.
+
+        Raises ``ValueError`` naming every key that is missing or not known."""
+        if cls.FLAT:
+            if not any(k in results for k in cls.keys()):
+                return None
+            src, where = {k: results[k] for k in cls.keys() if k in results}, "results"
+        else:
+            src, where = results.get(cls.KEY), f"results key {cls.KEY!r}"
+            if src is None:
+                return None
+            if not isinstance(src, dict):
+                raise ValueError(f"{where}: expected an object, got {type(src).__name__}")
+        required = [f.name for f in fields(cls)
+                    if f.default is MISSING and f.default_factory is MISSING]
+        missing = [k for k in required if k not in src]
+        unknown = [] if cls.FLAT else [k for k in src if k not in cls.keys()]
+        if missing or unknown:
+            parts = ([f"missing {', '.join(map(repr, missing))}"] if missing else []) + \
+                    ([f"not known {', '.join(map(repr, unknown))}"] if unknown else [])
+            raise ValueError(f"{where} ({cls.__name__} section): {'; '.join(parts)}")
+        return cls(**src)
+
+
+def _json_ready(x):
+    """Floats that JSON cannot hold become null (NaN) or the string "inf"."""
+    if isinstance(x, dict):
+        return {str(k): _json_ready(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_ready(v) for v in x]
+    if hasattr(x, "item") and getattr(x, "ndim", 1) == 0:
+        x = x.item()
+    if isinstance(x, float):
+        if math.isnan(x):
+            return None
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+    return x
+
+
+class Results:
+    """One report's typed sections, by key; ``None`` for a known section the report was built
+    without (``results.cluster`` is the cluster section or None).
+
+    The known sections are every :class:`Section` subclass defined so far, in the order they were
+    defined (the order of :data:`bandjax.report.sections.SECTIONS`).
+    """
+
+    __slots__ = ("schema_version", "_by_key")
+
+    def __init__(self, schema_version: int | None = None, **sections):
+        unknown = sorted(k for k in sections if k not in _TYPES)
+        if unknown:
+            raise TypeError(f"Results: no section type with key {', '.join(map(repr, unknown))}")
+        object.__setattr__(self, "schema_version", schema_version)
+        object.__setattr__(self, "_by_key", {k: v for k, v in sections.items() if v is not None})
+
+    def __getattr__(self, key):
+        if key in _TYPES:
+            return self._by_key.get(key)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {key!r}")
+
+    def __setattr__(self, key, value):
+        raise AttributeError("Results is frozen; use with_section")
+
+    def __eq__(self, other):
+        return (isinstance(other, Results) and self.schema_version == other.schema_version
+                and self._by_key == other._by_key)
+
+    def __repr__(self):
+        return f"Results(schema_version={self.schema_version!r}, sections={list(self._by_key)})"
+
+    @classmethod
+    def of(cls, results: "Results | dict | None") -> "Results":
+        """``results`` as typed sections: a :class:`Results` as it is, a results dict (as
+        results.json holds it) read strictly, ``None`` as a report with no sections."""
+        if isinstance(results, Results):
+            return results
+        results = results or {}
+        if not isinstance(results, dict):
+            raise ValueError(f"results: expected an object, got {type(results).__name__}")
+        types = section_types()
+        known = {"schema_version"} | {k for t in types
+                                      for k in (t.keys() if t.FLAT else (t.KEY,))}
+        unknown = sorted(k for k in results if k not in known)
+        problems = [f"results: keys not known {', '.join(map(repr, unknown))}"] if unknown else []
+        sections = {}
+        for t in types:
+            try:
+                sections[t.KEY] = t.read(results)
+            except ValueError as e:
+                problems.append(str(e))
+        if problems:
+            raise ValueError("; ".join(problems))
+        return cls(schema_version=results.get("schema_version"), **sections)
+
+    def sections(self) -> list[Section]:
+        return [s for s in (self._by_key.get(t.KEY) for t in section_types()) if s is not None]
+
+    def to_json(self) -> dict:
+        out: dict = {} if self.schema_version is None else {"schema_version": self.schema_version}
+        for s in self.sections():
+            out.update(s.to_json())
+        return out
+
+    def names(self) -> dict[str, str]:
+        """Variant id -> short label from the core section's setup (empty without it)."""
+        core = self._by_key.get("core")
+        return core.names() if core else {}
+
+    def with_section(self, section: Section) -> "Results":
+        return Results(self.schema_version, **{**self._by_key, section.KEY: section})
+
+
+_TYPES: dict[str, type[Section]] = {}
+
+
+def section_types() -> tuple[type[Section], ...]:
+    """Every typed section defined so far, in the order defined."""
+    return tuple(_TYPES.values())
+
+
+ANY = "*"
+
+CONTROLS = ("enob", "budget", "basis")
+
+
+_REGISTRY: contextvars.ContextVar = contextvars.ContextVar("registry", default=_v.VARIANTS)
+
+
+@contextlib.contextmanager
+def registry(sc: Scenario):
+    """Names and colours are looked up in ``sc``'s variants while the block runs."""
+    token = _REGISTRY.set(sc.variants)
+    try:
+        yield
+    finally:
+        _REGISTRY.reset(token)
+
+
+def variants() -> tuple[_v.Variant, ...]:
+    """The variants of the scenario being drawn (see :func:`registry`)."""
+    return _REGISTRY.get()
+
+
+def variant(vid: str) -> _v.Variant:
+    return _v.get(vid, variants())
+
+
+@dataclass
+class View:
+    """One section of the page: data for its charts and the words around them."""
+
+    key: str
+    title: str
+    data: dict = field(default_factory=dict)  # name -> list of row dicts (or other JSON)
+    table: dict | None = None  # {"columns": [...], "rows": [[...], ...], "caption": str}
+    conclusion: list[str] = field(default_factory=list)  # at the scenario's setting
+    # the conclusion at each setting of the controls ("enob|budget|basis" -> sentences), for a
+    # section whose conclusion depends on them; the page shows the one the controls select
+    by_setting: dict[str, list[str]] = field(default_factory=dict)
+    settled: list[str] = field(default_factory=list)  # sentences that hold at every setting
+
+    def say(self, sentence: str) -> None:
+        """A conclusion that does not depend on the controls."""
+        self.conclusion.append(sentence)
+        self.settled.append(sentence)
+
+    def lacks(self, what: str, key: str) -> None:
+        """``what`` is missing: the results have no ``key`` (said, never filled in)."""
+        self.missing.append(f"{what}: not available yet (results key {key}).")
+    assumptions: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+
+def baseline() -> str:
+    """The variant others are measured against: the first dense one in the registry."""
+    return next((v.id for v in variants() if v.payload == "dense"), variants()[0].id)
+
+
+def is_band(vid: str) -> bool:
+    return variant(vid).payload.startswith("band")
+
+
+def short(vid: str) -> str:
+    return variant(vid).short
+
+
+def name(vid: str) -> str:
+    """The legend name of a variant: its short label and what it does."""
+    return legend_name(variant(vid))
+
+
+def legend_name(v: _v.Variant) -> str:
+    return v.short if v.short == v.label else f"{v.short}: {v.label}"
+
+
+def fmt_s(x) -> str:
+    """Seconds with three significant digits (ms below one second would hide the scale)."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "not available"
+    if x == math.inf or x == "inf":
+        return "never"
+    return f"{g3(x)} s"
+
+
+def fmt_ms(x, digits: int = 4) -> str:
+    return f"{float(x) * 1e3:.{digits}g} ms"
+
+
+def g3(x) -> str:
+    """Three significant digits, thousands written out (1,000 rather than 1e+03)."""
+    x = float(x)
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
+
+
+def count(x) -> str:
+    """A parameter count: 7.92 M, 8.03 B."""
+    x = float(x)
+    for unit, f in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if x >= f:
+            return f"{x / f:.3g} {unit}"
+    return f"{x:g}"
+
+
+def fmt_GBps(x) -> str:
+    return f"{g3(x)} GB/s ({g3(8 * float(x))} Gb/s)"
+
+
+def _num(x, sig: int = 7):
+    """A JSON number rounded to ``sig`` significant digits, or None for NaN/inf."""
+    x = float(x)
+    if not math.isfinite(x):
+        return None
+    return float(f"{x:.{sig}g}")
+
+
+def controls(sc: Scenario) -> dict:
+    """The page's controls: options and the scenario's own setting (the default)."""
+    enobs = passes.enob_options(sc)
+    return {
+        "basis": {"options": [[b, f"{b} basis"] for b in BASES], "value": "hypothesis"},
+        "enob": {"options": [[e, f"ENOB {e} bits"] for e in enobs], "value": enob_label(sc.enob)},
+        "budget": {"options": [[lab, disp] for lab, _, disp in budget_options(sc)],
+                   "value": scenario_budget(sc)},
+    }
+
+
+def setting_text(sc: Scenario) -> str:
+    disp = dict((lab, d) for lab, _, d in budget_options(sc))[scenario_budget(sc)]
+    return f"ENOB {enob_label(sc.enob)} bits, module budget {disp}"
+
+
+def _labels(sc: Scenario) -> dict[str, list[str]]:
+    c = controls(sc)
+    return {k: [o[0] for o in c[k]["options"]] for k in CONTROLS}
+
+
+def settings(sc: Scenario) -> list[dict]:
+    """Every setting of the controls, as {"enob", "budget", "basis"} labels."""
+    labels = _labels(sc)
+    return [dict(zip(CONTROLS, combo)) for combo in itertools.product(*(labels[c] for c in CONTROLS))]
+
+
+def setting_key(at: dict) -> str:
+    return "|".join(at[c] for c in CONTROLS)
+
+
+def _conclude(view: View, sc: Scenario, words) -> None:
+    """Fill ``view.by_setting`` with ``words(at)`` at every setting, and ``view.conclusion`` with
+    the words at the scenario's setting: the hypothesis basis's, then the exact basis's that differ."""
+    view.by_setting = {setting_key(at): words(at) for at in settings(sc)}
+    hyp = view.by_setting[setting_key(_at(sc, "hypothesis"))]
+    exa = view.by_setting[setting_key(_at(sc, "exact"))]
+    view.conclusion += ([s if s in exa else _tagged(s, "hypothesis basis") for s in hyp]
+                        + [_tagged(s, "exact basis") for s in exa if s not in hyp])
+
+
+def _conclude_by_basis(view: View, sc: Scenario, words: dict[str, list[str]]) -> None:
+    """As :func:`_conclude` for a section only the basis control moves: ``words`` per basis."""
+    view.by_setting = {setting_key(at): words[at["basis"]] for at in settings(sc)}
+    view.conclusion = ([s if s in words[BASES[1]] else _tagged(s, f"{BASES[0]} basis")
+                        for s in words[BASES[0]]]
+                       + [_tagged(s, f"{BASES[1]} basis") for s in words[BASES[1]]
+                          if s not in words[BASES[0]]])
+
+
+def _tagged(sentence: str, tag: str) -> str:
+    """``sentence`` with ``tag`` in its closing parenthesis, or a new one."""
+    if sentence.endswith(")."):
+        return f"{sentence[:-2]}; {tag})."
+    return f"{sentence[:-1]} ({tag})."
+
+
+def _depends(arrays: list[np.ndarray], axis: int) -> bool:
+    for a in arrays:
+        first = np.take(a, [0], axis=axis)
+        if not np.array_equal(a, np.broadcast_to(first, a.shape), equal_nan=True):
+            return True
+    return False
+
+
+def tidy(sc: Scenario, ds, x_dims: tuple[str, ...], values: dict, extra=None) -> list[dict]:
+    """Rows of ``ds`` (dims ``x_dims`` + enob, budget, basis, variant [+ inner]) for the charts.
+
+    ``values``: row key -> function(dataset at one variant) returning an array over x_dims +
+    controls (+ inner dims, enumerated into the rows by ``extra``: name -> coordinate values).
+    A control the variant's numbers do not depend on is stored once, as ``"*"``.
+    """
+    labels = _labels(sc)
+    ds = ds.transpose(*x_dims, *CONTROLS, "variant", ...)
+    rows = []
+    nx = len(x_dims)
+    for k, vid in enumerate(sc.ids):
+        dv = ds.isel(variant=k)
+        arrays = {key: np.asarray(fn(dv)) for key, fn in values.items()}
+        dep = [_depends(list(arrays.values()), nx + j) for j in range(len(CONTROLS))]
+        ctl_ranges = [range(len(labels[c])) if d else [0] for c, d in zip(CONTROLS, dep)]
+        for xi in itertools.product(*(range(ds.sizes[d]) for d in x_dims)):
+            for ci in itertools.product(*ctl_ranges):
+                row = {"variant": vid, "short": short(vid)}
+                for d, i in zip(x_dims, xi):
+                    row[d] = ds[d].values[i].item() if ds[d].ndim else ds[d].item()
+                for c, d, i in zip(CONTROLS, dep, ci):
+                    row[c] = labels[c][i] if d else ANY
+                if extra:
+                    inner_name, inner_values = extra
+                    for j, inner in enumerate(inner_values):
+                        r = dict(row, **{inner_name: inner})
+                        for key, a in arrays.items():
+                            r[key] = _num(a[(*xi, *ci, j)])
+                        rows.append(r)
+                else:
+                    for key, a in arrays.items():
+                        val = a[(*xi, *ci)]
+                        row[key] = STATUS[int(val)] if key == "status" else _num(val)
+                    rows.append(row)
+    return rows
+
+
+def pick(rows, **sel) -> list[dict]:
+    """Rows matching ``sel``; a row holding ``"*"`` for a control matches any value of it."""
+    out = []
+    for r in rows:
+        if all(r.get(k) in (v, ANY) if k in CONTROLS else r.get(k) == v for k, v in sel.items()):
+            out.append(r)
+    return out
+
+
+def _at(sc: Scenario, basis: str = "hypothesis") -> dict:
+    return {"enob": enob_label(sc.enob), "budget": scenario_budget(sc), "basis": basis}
+
+
+def _winner(rows, key="t_s"):
+    """(name, value) of the row with the smallest finite ``key``; None if there is none."""
+    ok = [r for r in rows if r.get(key) is not None]
+    if not ok:
+        return None
+    r = min(ok, key=lambda r: r[key])
+    return r["short"], r[key]
+
+
+STATUS_WORDS = {STATUS[NEVER]: "never reaches the target", STATUS[NOT_MEASURED]: "not measured"}
+
+
+def _and(names: list[str]) -> str:
+    """'A', 'A and B', 'A, B and C'."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _bar_rows(rows):
+    """Bars: E' (whose steps depend on the basis) appears once per basis."""
+    for r in rows:
+        r["bar"] = r["short"] if r["basis"] == ANY else f"{r['short']} ({r['basis'][:3]}.)"
+    return rows
+
+
+WIDTH = 560  # one panel, px
+
+
+HEIGHT = 300
+
+
+# Variant colours, by position in the registry, the same on every chart: Tableau 10's, then
+# Tableau 20's lighter ones, so twenty variants each get their own.
+PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#b79a20", "#e45756", "#b279a2", "#72b7b2", "#ff9da6",
+           "#9d755d", "#bab0ac", "#9ecae9", "#ffbf79", "#88d27a", "#f2cf5b", "#ff9d98", "#d6a5c9",
+           "#83bcb6", "#fcbfd2", "#d8b5a5", "#79706e")
+
+
+PADDING_PX = 10
+
+
+def variant_colors(registry: tuple[_v.Variant, ...] | None = None) -> dict[str, str]:
+    """Short label -> colour, in the registry's order: each variant's own ``colour`` (a position in
+    :data:`PALETTE`), or, where an earlier variant holds that one, the next one free."""
+    taken, out = set(), {}
+    for v in variants() if registry is None else registry:
+        k = v.colour % len(PALETTE)
+        while k in taken and len(taken) < len(PALETTE):
+            k = (k + 1) % len(PALETTE)
+        taken.add(k)
+        out[v.short] = PALETTE[k]
+    return out
+
+
+def vl_version() -> str:
+    """The Vega-Lite version Altair writes specs for, as vl-convert names it ("6.4")."""
+    major, minor = alt.SCHEMA_VERSION.lstrip("v").split(".")[:2]
+    return f"{major}.{minor}"
+
+
+def _sel(sc: Scenario, interactive: bool, basis: str | None = None) -> dict:
+    """Control -> Vega expression: a signal name on the page, a literal in a static figure."""
+    if interactive:
+        return {c: c for c in CONTROLS}
+    at = _at(sc, basis or "hypothesis")
+    return {c: json.dumps(at[c]) for c in CONTROLS}
+
+
+def _filter(sel: dict, controls=CONTROLS) -> str:
+    return " && ".join(f"(datum.{c} === '*' || datum.{c} === {sel[c]})" for c in controls)
+
+
+def _params(interactive: bool, sc: Scenario, extra=()):
+    if not interactive:
+        return []
+    ctl = controls(sc)
+    return [alt.param(name=c, value=ctl[c]["value"]) for c in CONTROLS] + list(extra)
+
+
+def _variant_color(field="short"):
+    """Colour by variant; every layer carries the same legend definition, so Vega-Lite merges
+    them into one legend."""
+    colors = variant_colors()
+    return alt.Color(f"{field}:N", title="variant",
+                     scale=alt.Scale(domain=list(colors), range=list(colors.values())),
+                     legend=alt.Legend(labelExpr=_label_expr(), labelLimit=360))
+
+
+def _label_expr() -> str:
+    """Legend labels: the short name expanded to what the variant does."""
+    names = {v.short: legend_name(v) for v in variants()}
+    return f"{json.dumps(names)}[datum.label] || datum.label"
+
+
+def _fitted(rows, key, sc: Scenario, interactive: bool, basis: str | None = None,
+            include=()) -> alt.Scale:
+    """A log scale whose domain is [min, max] of ``key`` over the rows the controls select (and
+    ``include``), padded so no mark sits on an edge. On the page the domain is looked up by the
+    controls' signals from a table of every setting's, so a setting with nothing to draw (a variant
+    that never reaches the target) gets the axes of [1/2, 2] x a lone value rather than an empty extent."""
+    def domain(at):
+        values = [r[key] for r in pick(rows, **at) if r.get(key) is not None and r[key] > 0]
+        values += list(include)
+        lo, hi = (min(values), max(values)) if values else (1.0, 1.0)
+        return [lo, hi] if hi > lo else [lo / 2, hi * 2]
+
+    if interactive:
+        table = {setting_key(at): domain(at) for at in settings(sc)}
+        key = " + '|' + ".join(CONTROLS)  # the signals, joined as setting_key does
+        expr = f"{json.dumps(table)}[{key}]"
+        return alt.Scale(type="log", domain=alt.ExprRef(expr=expr), nice=False, padding=PADDING_PX)
+    return alt.Scale(type="log", domain=domain(_at(sc, basis or "hypothesis")), nice=False,
+                     padding=PADDING_PX)
+
+
+def _log_x(title, domain=None):
+    return alt.X("GBps:Q", title=title,
+                 scale=alt.Scale(type="log", domain=list(domain) if domain else alt.Undefined),
+                 axis=alt.Axis(format="~g", grid=True))
+
+
+def _finish(chart, title: str | None = None, legend: str = "right"):
+    # legends' place is set here only, so the page can move them below a narrow chart
+    chart = chart.configure_axis(labelFontSize=13, titleFontSize=14).configure_legend(
+        labelFontSize=13, titleFontSize=13, orient=legend,
+        **({"direction": "vertical"} if legend == "bottom" else {})).configure_header(labelFontSize=13).configure_title(fontSize=15, anchor="start")
+    if title:
+        chart = chart.properties(title=title)
+    return chart
+
+
+def _hconcat_bases(build) -> alt.HConcatChart:
+    return alt.hconcat(*(build(b).properties(title=f"{b} basis") for b in BASES), spacing=30)
+
+
+def to_spec(chart, datasets: dict) -> dict:
+    """The Vega-Lite spec of ``chart`` with its named datasets filled in."""
+    spec = chart.to_dict()
+    spec["datasets"] = {k: v for k, v in datasets.items()}
+    return spec
+
+
+def _basis_filter(sel: dict) -> str:
+    return f"(datum.basis === '*' || datum.basis === {sel['basis']})"
+
+
+def basis_dependent(sc: Scenario) -> tuple[str, ...]:
+    """Variants whose steps to target depend on the steps basis, read from the scenario's steps."""
+    enobs = sc.steps.measured_enobs(registry=sc.variants) or (float(sc.enob),)
+
+    def differs(vid, e):
+        a, b = (sc.steps.lookup(vid, float(e), basis, sc.variants) for basis in BASES)
+        return not (a == b or (math.isnan(a) and math.isnan(b)))
+    return tuple(v.id for v in sc.variants if any(differs(v.id, e) for e in enobs))
+
+
+def bar_order(sc: Scenario) -> list[str]:
+    """Bars in registry order; a variant whose steps depend on the basis has one bar per basis."""
+    both = basis_dependent(sc)
+    out = []
+    for vid in sc.ids:
+        out += [f"{short(vid)} (hyp.)", f"{short(vid)} (exa.)"] if vid in both else [short(vid)]
+    return out

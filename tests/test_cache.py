@@ -1,0 +1,94 @@
+"""bandjax's persistent compilation cache: in the user's cache folder, off by a variable, never
+over a cache folder already configured, and never in the user's home during the tests."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import pytest
+
+from bandjax import _jax
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_cache_goes_to_the_users_cache_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    default = {"jax_compilation_cache_dir": str(tmp_path / "xdg" / "bandjax"),
+               "jax_persistent_cache_min_compile_time_secs": _jax.CACHE_MIN_COMPILE_S}
+    assert _jax.cache_settings({"XDG_CACHE_HOME": str(tmp_path / "xdg")}) == default
+    # no XDG_CACHE_HOME, or a relative one (ignored, as the XDG spec says): ~/.cache
+    home = str(tmp_path / "home" / ".cache" / "bandjax")
+    for env in ({}, {"XDG_CACHE_HOME": "relative/dir"}, {"XDG_CACHE_HOME": ""}):
+        assert _jax.cache_settings(env)["jax_compilation_cache_dir"] == home, env
+    moved = _jax.cache_settings({"BANDJAX_CACHE_DIR": str(tmp_path / "elsewhere")})
+    assert moved["jax_compilation_cache_dir"] == str(tmp_path / "elsewhere")
+    # the user's least compile time is kept
+    assert "jax_persistent_cache_min_compile_time_secs" not in _jax.cache_settings(
+        {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "2"})
+
+
+@pytest.mark.parametrize("off", ["1", "true", "yes", "YES"])
+def test_cache_can_be_turned_off(off):
+    assert _jax.cache_settings({"BANDJAX_NO_CACHE": off, "XDG_CACHE_HOME": "/tmp/x"}) == {}
+    for on in ("", "0", "no"):
+        assert _jax.cache_settings({"BANDJAX_NO_CACHE": on, "XDG_CACHE_HOME": "/tmp/x"}) != {}
+
+
+def test_a_configured_cache_folder_is_kept():
+    assert _jax.cache_settings({"XDG_CACHE_HOME": "/tmp/x"}, configured_dir="/users/own") == {}
+
+
+def test_the_test_run_caches_in_its_temporary_folder():
+    # tests/conftest.py: JAX's cache and XDG_CACHE_HOME in the run's temporary folder, so nothing
+    # of the suite (nor a subprocess that drops JAX_COMPILATION_CACHE_DIR) writes to ~/.cache
+    shared = os.environ["BANDJAX_TEST_SHARED"]
+    assert jax.config.jax_compilation_cache_dir.startswith(shared)
+    assert os.environ["XDG_CACHE_HOME"].startswith(shared)
+    assert not jax.config.jax_compilation_cache_dir.startswith(str(Path.home() / ".cache"))
+
+
+CHILD = """
+import jax, bandjax
+bandjax.sweep(bandwidth=[1.0, 2.0], budget=[10.0, 20.0], quantities=("step_s",))
+print(jax.config.jax_compilation_cache_dir)
+"""
+
+
+def _run(tmp_path, **extra):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE", "BANDJAX_"))}
+    env.update(PYTHONPATH=str(ROOT), HOME=str(tmp_path / "home"), XDG_CACHE_HOME=str(tmp_path / "xdg"),
+               **extra)
+    proc = subprocess.run([sys.executable, "-c", CHILD], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def _files(folder: Path) -> list:
+    return [p for p in folder.rglob("*") if p.is_file()] if folder.exists() else []
+
+
+@pytest.mark.slow
+def test_a_new_process_writes_the_cache_where_told(tmp_path):
+    assert _run(tmp_path) == str(tmp_path / "xdg" / "bandjax")
+    assert _files(tmp_path / "xdg" / "bandjax"), "the sweep's compiled function is cached"
+    assert [p.name for p in tmp_path.iterdir()] == ["xdg"]  # not in HOME, not in the working dir
+
+
+@pytest.mark.slow
+def test_a_new_process_with_the_cache_off_writes_none(tmp_path):
+    assert _run(tmp_path, BANDJAX_NO_CACHE="1") == "None"
+    assert not _files(tmp_path)  # nothing anywhere: not in XDG_CACHE_HOME, not in HOME, not here
+
+
+@pytest.mark.slow
+def test_a_new_process_keeps_the_users_own_cache_folder(tmp_path):
+    own = tmp_path / "own"
+    # the user's folder, at the user's (here: any) least compile time
+    assert _run(tmp_path, JAX_COMPILATION_CACHE_DIR=str(own),
+                JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0") == str(own)
+    assert _files(own) and not _files(tmp_path / "xdg")
