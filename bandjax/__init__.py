@@ -16,12 +16,13 @@ _EXPORTS = {
     "ScenarioError": "units", "Steps": "scenario", "load": "scenario", "reference": "scenario",
     "save": "scenario",
     "Rule": "variants", "Variant": "variants", "METHODS": "variants",
+    "Links": "links",
     "required_bandwidth": "need",
     "Calibration": "calibration", "calibrate": "calibration",
     "break_even": "answers", "budget_break_even": "breakeven", "enob_break_even": "breakeven",
     "QUANTITIES": "grid", "sweep": "answers",
     "smallest_change": "inverse",
-    "evaluate": "metrics", "steps_to_target": "metrics", "time_to_target_s": "metrics",
+    "evaluate": "metrics", "pacing_links": "metrics", "steps_to_target": "metrics", "time_to_target_s": "metrics",
     "find_crossings": "roots",
     "elasticities": "sensitivity",
     "COMPONENTS": "step", "STAGES": "step", "module_stages_s": "step", "step_s": "step",
@@ -29,13 +30,14 @@ _EXPORTS = {
     "step_terms_s": "step",
     "best_over": "winmap", "winner": "winmap",
 }
-_MODULES = ("store", "uncertainty", "variants")
+_MODULES = ("links", "store", "uncertainty", "variants")
 
 __all__ = [
     "BASES",
     "COMPONENTS",
     "Calibration",
     "GPUS",
+    "Links",
     "METHODS",
     "PRESETS",
     "QUANTITIES",
@@ -54,8 +56,10 @@ __all__ = [
     "enob_break_even",
     "evaluate",
     "find_crossings",
+    "links",
     "load",
     "module_stages_s",
+    "pacing_links",
     "reference",
     "required_bandwidth",
     "save",

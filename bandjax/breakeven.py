@@ -37,6 +37,7 @@ from . import roots as _roots
 from . import variants as _v
 from .metrics import time_to_target_s
 from .roots import A_WINS, B_WINS, CROSSES, NEITHER, NOT_AVAILABLE, STATUS_NAMES, TIE, Crossings
+from .links import scaling_note
 from .parameters import FIXED_PREFIX, scenario_parameter, with_parameters
 from .scenario import BASES, FIELDS, Scenario
 from .step import (COMPONENTS, STAGES, budget_break_even_FLOPs, col, fragment_parts_s, module_stages_s,
@@ -174,9 +175,18 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
       lo_Bps, hi_Bps: the searched range, B/s.
       implicit: as in :func:`bandjax.roots.find_crossings` (``False``: values only).
 
+    With per-link values (``sc.links``) a mesh's WAN term is the largest of several links' terms,
+    not affine in 1/B once their latencies differ; the search then re-evaluates the closed forms
+    at each trial bandwidth (:func:`field_crossings` over ``wan_Bps``, every link scaled in
+    proportion).
+
     Returns:
       :class:`bandjax.roots.Crossings` with ``x`` in B/s; differentiable in ``sc`` and the steps.
     """
+    if sc.links is not None:
+        return _field_crossings(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps,
+                                parameters(sc).index("wan_Bps"), grid=grid, max_roots=max_roots,
+                                implicit=implicit)
     m = sync_method(sc)
     comm_parts = fragment_parts_s(sc, method=m)
     comm = sum_parts(comm_parts)
@@ -322,6 +332,7 @@ class BreakEven:
     status: np.ndarray
     steps_a: np.ndarray
     steps_b: np.ndarray
+    links_scaling: str | None = None  # with per-link values: how the searched leaf scales them
 
     def at(self, index=()) -> dict:
         """One grid point's answer: crossings, the winner on each side, and the status name."""
@@ -387,6 +398,9 @@ def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
       grid: coarse grid points (log-uniform) that find brackets.
       max_roots: crossings refined per point; raised and re-run if any point has more.
 
+    With per-link values (``sc.links``) ``bandwidth`` is the slowest link's and ``wan_latency_s``
+    the longest link's: every link scales in proportion, which ``links_scaling`` says.
+
     Returns:
       :class:`BreakEven` (numpy arrays). Under uncertain inputs, :func:`bandjax.break_even` with
       ``samples`` (:mod:`bandjax.answers`).
@@ -417,7 +431,8 @@ def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
     return BreakEven(a=a, b=b, basis=basis, over=over, parameter=parameter, units=units,
                      lo=lo, hi=hi, x=np.asarray(c.x), a_wins_below=np.asarray(c.a_wins_below),
                      count=np.asarray(c.count), status=np.asarray(c.status),
-                     steps_a=steps[0], steps_b=steps[1])
+                     steps_a=steps[0], steps_b=steps[1],
+                     links_scaling=scaling_note(sc, [parameter]))
 
 
 # --------------------------------------------------------------------------- budget and ENOB

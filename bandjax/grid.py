@@ -21,6 +21,7 @@ import xarray as xr
 from . import metrics
 from ._budget_index import budget_indexed
 from .labels import COORD_ATTRS, budget_labels
+from .links import scaling_note
 from .scenario import Scenario, reference
 from .step import COMPONENTS, STAGES, module_stages_s
 from .sweepargs import Grid, parse
@@ -115,6 +116,10 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
       An ``xarray.Dataset``; every variable has ``attrs["units"]``. ``time_to_target_s`` is NaN
       where a variant never reaches the target or was not measured, and ``status`` says which.
       ``bytes_per_worker_B`` and ``wan_B`` are per step (a sync's bytes / H).
+      With per-link values (``scenario.links``), ``bandwidth`` / ``wan_Bps`` is the slowest link's
+      and ``wan_latency_s`` the longest link's: every link scales in proportion, and
+      ``attrs["links_scaling"]`` says so (:func:`bandjax.links.scaling_note`). ``dcs`` cannot be
+      swept then (K comes from the table).
       The arrays are read-only (the jitted outputs, and broadcast views for quantities that do
       not vary along every axis); ``ds.copy(deep=True)`` gives writable ones.
     """
@@ -248,6 +253,9 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Datase
     ds = xr.Dataset({k: xr.Variable(d, v, _ATTRS[k]) for k, (d, v) in data.items()}, coords=coords)
     ds = budget_indexed(ds)
     rules = [v.id for v in sc.variants if v.basis_dependent]
+    note = scaling_note(sc, [*g.dims, *g.scalars])
+    if note:
+        ds.attrs["links_scaling"] = note
     ds.attrs.update({
         "title": "bandjax closed-form sweep",
         "target_loss": float(sc.steps.target_loss),

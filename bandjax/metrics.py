@@ -10,8 +10,9 @@ from . import _jax  # noqa: F401  (64-bit floats, the Scenario PyTree)
 import jax.numpy as jnp
 import numpy as np
 
+from . import links as _links
 from .scenario import Scenario
-from .step import col, step_parts_s, step_s, sum_parts, sync_method, traffic_B
+from .step import col, pacing_link_index, step_parts_s, step_s, sum_parts, sync_method, traffic_B
 
 ENERGY_PARTS = ("compute", "network", "modules")
 
@@ -37,6 +38,19 @@ def hot_spots(terms_s):
     return terms_s / jnp.sum(terms_s, axis=-1, keepdims=True)
 
 
+def pacing_links(sc: Scenario) -> dict[str, tuple[str, str]]:
+    """The directed link that sets each variant's WAN pace at a scenario point: variant id ->
+    (from DC, to DC) (:func:`bandjax.step.pacing_link_index`; names from ``sc.links``, or
+    ``dc0``... for equal links, where the first link in use is named)."""
+    index = np.asarray(pacing_link_index(sc))
+    if index.ndim != 1:
+        raise ValueError(f"pacing_links: a scenario point is needed; this one is a grid of shape "
+                         f"{index.shape[:-1]} (use bandjax.step.pacing_link_index for grids)")
+    names = _links.names_of(sc)
+    pairs = _links.mesh_pairs(len(names))
+    return {vid: (names[pairs[k][0]], names[pairs[k][1]]) for vid, k in zip(sc.ids, index.tolist())}
+
+
 def energy_parts_J(sc: Scenario, step_s) -> tuple:
     """The columns of :func:`energy_per_step_J` as separate broadcastable arrays, in
     :data:`ENERGY_PARTS` order (so their total needs no stacked array)."""
@@ -57,6 +71,8 @@ def energy_per_step_J(sc: Scenario, step_s):
         compute  = N (GPU static power x step + energy per FLOP x F),   F = 6 P tokens
         network  = 8 N (port + qsfp bytes) x link J/bit
                  + 8 x (WAN links in use) x (bytes per link) x WAN J/bit
+                   (the bytes summed over the links in use: every link in use carries the same
+                   bytes per sync, whatever its bandwidth, so per-link values change no byte)
         modules  = N x module power x step                              (variants with a module)
 
     N = K n.

@@ -16,9 +16,16 @@ every other dimension in one jitted call, and differentiable by plain automatic 
 bandwidth reaches u: the terms in A (latency, d, the module, the ports) or the compute itself (no
 window to hide behind) cap it; where W / R passes the range's top the range caps it.
 
-The closed form assumes the WAN term of a sync is its bytes per link over B plus a latency
-(equal links, docs/model.md section 13). Links that differ on a mesh make it a maximum over
-links, which this module does not solve.
+With per-link values (docs/model.md section 15) B is the scenario's ``wan_Bps``, the slowest
+link's bandwidth, every link scaled in proportion. A ring's WAN term is still W / B + latency,
+with W a fragment's bytes per link over its slowest link's relative bandwidth (1 for the slowest
+ring link): the same closed form. A mesh's is the largest over its links of W / (B b_ij) +
+hops x l_ij (b_ij = B_ij / B), and CU >= u needs every link's term to fit:
+
+    W / (B b_ij) <= R_ij = H c (1/u - 1) / F + w - A' - hops x l_ij   for every link ij
+
+(A' the terms of A other than the latency), so B* = max over links of W / (b_ij R_ij), not
+reachable where any R_ij <= 0: still a closed form, one per link, and its maximum.
 """
 
 from __future__ import annotations
@@ -31,9 +38,10 @@ import xarray as xr
 
 from .grid import scenario_arrays
 from .labels import COORD_ATTRS
+from .links import scaling_note
 from .scenario import Scenario, reference
 from .step import (COMPONENTS, STAGES, col, fragment_parts_s, sum_parts, sync_method, traffic_B,
-                   window_s)
+                   wan_link_terms_s, window_s)
 from .sweepargs import parse
 
 DEFAULT_UTILISATION = (0.5, 0.8, 0.9, 0.95, 0.99)
@@ -49,6 +57,33 @@ _NONE, _LATENCY, _D, _MODULE, _PORTS, _COMPUTE, _RANGE = range(len(CAPS))
 _GROUPS = {"latency": ("wan_latency",), "d": ("fixed",),
            "module": tuple(f"module_{s}" for s in STAGES), "ports": ("qsfp", "port")}
 _AT = {name: i for i, name in enumerate(COMPONENTS[1:])}
+
+
+def _needed_per_link(sc: Scenario, m, W, groups, c, u):
+    """The closed form link by link (per-link values, docs/model.md section 15): (B*, reachable,
+    cap groups with the latency of the link that needs the most room).
+
+    Each link ij has its fragment's WAN time W / (B b_ij) + lat_ij (:func:`wan_link_terms_s`,
+    seconds at the scenario's B, b_ij its bandwidth relative to B); it fits where
+    W / (B' b_ij) <= R_ij = H c (1/u - 1) / F + w - A' - lat_ij, so B' >= W / (b_ij R_ij), and
+    B* is the largest over links. W / (B b_ij) is seconds at B, so W / (b_ij R_ij) is
+    B x (W / (B b_ij)) / R_ij.
+    """
+    wan_s, lat_s = wan_link_terms_s(sc, traffic_B(sc))  # one sync's, (..., variant, link)
+    F = jnp.asarray(m.fragments)[..., None]
+    time_s = wan_s / F  # a fragment's bytes part on each link at the scenario's bandwidth
+    rest = sum_parts([v for k, v in groups.items() if k != "latency"])
+    nd = max(jnp.ndim(rest), jnp.ndim(lat_s) - 1, jnp.ndim(wan_s) - 1, jnp.ndim(c))
+    base = m.H * c * (1 / u.reshape(u.shape + (1,) * nd) - 1) / m.fragments \
+        + window_s(c, col(sc.overlap_fraction), m.delay) - rest
+    R = base[..., None] - lat_s  # (utilisation, ..., variant, link)
+    fits = R > 0
+    some = jnp.all(fits, axis=-1)
+    need = col(sc.wan_Bps)[..., None] * time_s / jnp.where(fits, R, 1.0)
+    B = jnp.max(jnp.where(time_s > 0, need, 0.0), axis=-1)  # no WAN bytes: any bandwidth
+    groups = {**groups, "latency": jnp.max(jnp.broadcast_to(lat_s, jnp.broadcast_shapes(
+        lat_s.shape, jnp.shape(wan_s))), axis=-1)}
+    return B, some, groups
 
 
 def _split(sc: Scenario):
@@ -80,14 +115,17 @@ def needed_Bps(sc: Scenario, utilisation, lo_Bps, hi_Bps):
     """
     m, W, groups = _split(sc)
     c = col(sc.gpu_compute_s)
-    A = sum_parts(list(groups.values()))
     u = jnp.asarray(utilisation, dtype=float)
-    u = u.reshape(u.shape + (1,) * jnp.ndim(A))
-    R = m.H * c * (1 / u - 1) / m.fragments + window_s(c, col(sc.overlap_fraction), m.delay) - A
-    some = R > 0
-    B = W / jnp.where(some, R, 1.0)
-    # no WAN bytes: any bandwidth is enough wherever the rest fits
-    B = jnp.where(W > 0, B, 0.0)
+    if sc.links is None:
+        A = sum_parts(list(groups.values()))
+        u = u.reshape(u.shape + (1,) * jnp.ndim(A))
+        R = m.H * c * (1 / u - 1) / m.fragments + window_s(c, col(sc.overlap_fraction), m.delay) - A
+        some = R > 0
+        B = W / jnp.where(some, R, 1.0)
+        # no WAN bytes: any bandwidth is enough wherever the rest fits
+        B = jnp.where(W > 0, B, 0.0)
+    else:
+        B, some, groups = _needed_per_link(sc, m, W, groups, c, u)
     over = some & (B > hi_Bps)
     below = some & (B <= lo_Bps)
     status = jnp.where(~some | over, NOT_REACHABLE, jnp.where(below, BELOW_RANGE, REACHED))
@@ -159,6 +197,10 @@ def required_bandwidth(scenario: Scenario | None = None, utilisation=DEFAULT_UTI
       ``status`` (``reached``, ``not_reachable``, ``below_range``: flag values and meanings) and
       ``cap`` (what caps a target that is not reachable: latency, d, module, ports, compute or
       range; ``none`` where it is reachable).
+
+    With per-link values (``scenario.links``) the bandwidth is the slowest link's, every link
+    scaled in proportion (``attrs["links_scaling"]`` says so); a mesh's answer is the largest of
+    its links' closed forms (docs/model.md section 15).
     """
     sc = reference() if scenario is None else scenario
     if "bandwidth" in grid or "wan_Bps" in grid:
@@ -212,11 +254,15 @@ def required_bandwidth(scenario: Scenario | None = None, utilisation=DEFAULT_UTI
         "title": "bandjax: WAN bandwidth a compute-utilisation target needs",
         "range_GBps": [lo, hi],
         "method": "closed form B = W / (H c (1/u - 1) / F + (f + tau) c - A) (docs/model.md "
-                  "section 14); assumes equal WAN links",
+                  "section 14); with links that differ, the largest over links of the same form "
+                  "link by link (section 15)",
         "assumptions": "syncing every H steps"
                        + (f" and a sync's delay ({', '.join(delayed)})" if delayed else "")
                        + " assumed not to change steps to target",
     })
+    note = scaling_note(sc, ["bandwidth"])
+    if note:
+        ds.attrs["links_scaling"] = note
     return ds
 
 

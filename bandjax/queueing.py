@@ -47,6 +47,7 @@ import numpy as np
 from jax.scipy.special import log_ndtr, ndtr
 
 from .scenario import Scenario
+from .links import differ
 from .step import COMPONENTS, col, fragment_parts_s, sum_parts, sync_method, traffic_B, window_s
 
 # Stated relative accuracy of shared_wan_step_s against the event engine's mean step over seeds,
@@ -93,6 +94,18 @@ def accuracy(sc: Scenario) -> dict:
     known = [v for (k, t), v in ACCURACY_BY_CLUSTER.items() if t == topology and v is not None]
     return {"accuracy": max(known, default=ACCURACY),
             "basis": f"(K = {K} not measured: the largest over the measured K, {topology})"}
+
+
+def check_links(sc: Scenario) -> None:
+    """Refuse links that differ: the approximation takes the L links in use as identical and
+    independent (one link's time, its maximum over L). ``ValueError`` naming the scenario's
+    links; a table of equal links is accepted (it is section 13's WAN). A caller that shows the
+    approximation beside the engine can ask :func:`bandjax.links.differ` first."""
+    if differ(sc):
+        raise ValueError(
+            f"links: the scenario's WAN links differ ({', '.join(sc.links.names)}); the queueing "
+            "approximation assumes identical links, so it does not apply; run the event engine "
+            "(events.run / events.sweep), which gives each link its own capacity and latency")
 
 
 _FIXED_POINT_ITERATIONS = 40
@@ -223,7 +236,10 @@ def shared_wan_step_s(sc: Scenario, load):
         the topology).
       load: other jobs' share of each link's capacity, in [0, 1); broadcasts against the
         scenario's batch shape.
+
+    Links that differ (``sc.links`` not equal) are refused (:func:`check_links`).
     """
+    check_links(sc)
     method = sync_method(sc)
     parts = fragment_parts_s(sc, method=method)  # one fragment sync's terms
     wan_at = COMPONENTS.index("wan") - 1  # the parts start after the GPU compute

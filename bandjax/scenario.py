@@ -25,6 +25,7 @@ import numpy as np
 
 from . import variants as _variants
 from ._io import atomic_write_text
+from .links import Links
 from .units import ScenarioError, format_quantity, parse
 from .variants import NEVER, TOPOLOGIES, Rule, Variant
 
@@ -272,6 +273,9 @@ def _fixed_default() -> dict:
 class Scenario:
     """One study's parameters, SI units. Numeric fields are PyTree leaves; ``steps`` and
     ``variants`` (the registry, :data:`bandjax.variants.VARIANTS` by default) are static.
+    ``links`` (static, :class:`bandjax.links.Links`) gives each directed WAN link its own bandwidth
+    and latency relative to ``wan_Bps`` (then the slowest link's) and ``wan_latency_s`` (the
+    longest link's); None is K equal links. :meth:`with_links` sets it.
 
     GPU compute per step is not a field: c = flops_per_param_token x P x T / (gpu_peak_FLOPs x
     utilisation) (:attr:`gpu_compute_s`). The study's GPU is its calibrated effective rate
@@ -320,6 +324,7 @@ class Scenario:
     steps: Steps = Steps()
     variants: tuple[Variant, ...] = _variants.VARIANTS
     uncertain: tuple = ()  # ((parameter, distribution), ...): bandjax.distributions, static
+    links: Links | None = None  # per-link values (docs/model.md section 15), static; None: equal
 
     @property
     def gpu_compute_s(self):
@@ -360,12 +365,74 @@ class Scenario:
                 raise ScenarioError(f"[cluster] topology = {topology!r} is not known; allowed: "
                                     f"{', '.join(_variants.TOPOLOGIES)}")
             changes["topology"] = float(_variants.TOPOLOGIES.index(topology))
+        links = changes.get("links", self.links)
+        if links is not None and "dcs" in changes:
+            dcs = changes["dcs"]
+            # a traced K (a derivative over every field at once) is not checked, as check_field
+            concrete = isinstance(dcs, (int, float, np.ndarray, np.number, list, tuple))
+            if concrete and not np.all(np.asarray(dcs, dtype=float) == links.K):
+                raise ScenarioError(
+                    f"[cluster] dcs = {dcs!r}: this scenario has per-link values for {links.K} DCs "
+                    f"({', '.join(links.names)}), so K comes from its links table; give a new "
+                    "table with with_links(...) instead of changing dcs")
+        if "links" in changes and links is not None:
+            changes["dcs"] = float(links.K)
         for name, value in changes.items():
             if name in LIMITS:
                 check_field(name, value, whole=False)
         if changes.get("active_params") is not None:
             _check_active(changes["active_params"])
         return dataclasses.replace(self, **changes)
+
+    def with_links(self, bandwidth, latency=None, names=None) -> "Scenario":
+        """This scenario with a bandwidth and a latency per directed link (docs/model.md
+        section 15).
+
+        Args:
+          bandwidth: (K, K) B_ij of the link from DC i to DC j, B/s (the diagonal is ignored).
+          latency: (K, K) one-way l_ij, s (the diagonal is ignored); None: all 0.
+          names: K DC names, in ring order (the ring is i -> i+1 mod K); default ``dc0``...
+
+        Sets ``links``, ``dcs`` = K, ``wan_Bps`` = the slowest link's bandwidth and
+        ``wan_latency_s`` = the longest link's latency. Symmetric links are a symmetric table.
+        """
+        links, wan_Bps, latency_s = Links.from_absolute(bandwidth, latency, names)
+        check_field("wan_Bps", wan_Bps)
+        check_field("wan_latency_s", latency_s)
+        return dataclasses.replace(self, links=links, dcs=float(links.K), wan_Bps=wan_Bps,
+                                   wan_latency_s=latency_s)
+
+    def link_values(self) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+        """(bandwidth B/s, latency s, names): the absolute K x K tables of a scenario point,
+        diagonal NaN (equal links when ``links`` is None)."""
+        from .links import default_names
+
+        K = int(float(self.dcs))
+        if self.links is None:
+            B, L = np.full((K, K), float(self.wan_Bps)), np.full((K, K), float(self.wan_latency_s))
+            np.fill_diagonal(B, np.nan)
+            np.fill_diagonal(L, np.nan)
+            return B, L, default_names(K)
+        return (self.links.bandwidth_Bps(self.wan_Bps), self.links.latency_s(self.wan_latency_s),
+                self.links.names)
+
+    def with_link(self, source: str, target: str, *, bandwidth=None, latency=None,
+                  symmetric: bool = False) -> "Scenario":
+        """This scenario with one directed link changed ("what if this link were faster"):
+        the link ``source`` -> ``target`` (DC names) gets ``bandwidth`` (B/s) and/or ``latency``
+        (s); ``symmetric`` changes ``target`` -> ``source`` too. Equal links (``links`` None) are
+        first written as a table named ``dc0``...; ``wan_Bps`` and ``wan_latency_s`` follow the
+        new slowest and longest links."""
+        B, L, names = self.link_values()
+        if source not in names or target not in names or source == target:
+            raise ScenarioError(f"link {source!r} -> {target!r} is not a link; DCs: {', '.join(names)}")
+        i, j = names.index(source), names.index(target)
+        for a, b in ((i, j), (j, i)) if symmetric else ((i, j),):
+            if bandwidth is not None:
+                B[a, b] = bandwidth
+            if latency is not None:
+                L[a, b] = latency
+        return self.with_links(np.nan_to_num(B, nan=1.0), np.nan_to_num(L, nan=0.0), names)
 
     def with_variants(self, variants, *, steps=None) -> "Scenario":
         """This scenario with each of ``variants`` added (or replaced, by id), e.g.
@@ -474,6 +541,9 @@ def validate(sc: Scenario) -> Scenario:
         raise ScenarioError(f"[{FIXED_SECTION}] keys {sorted(unknown) or sorted(missing)} "
                             f"{'are not variants' if unknown else 'are missing'}; "
                             f"allowed: {', '.join(ids)}")
+    if sc.links is not None and not np.all(np.asarray(sc.dcs, dtype=float) == sc.links.K):
+        raise ScenarioError(f"[cluster] dcs = {sc.dcs!r}: the links table has {sc.links.K} DCs "
+                            f"({', '.join(sc.links.names)}); K comes from it")
     for vid, d in sc.fixed_s.items():
         if not float(d) >= 0 or math.isinf(float(d)):
             raise ScenarioError(f"[{FIXED_SECTION}] {vid} = {d!r}: must be >= 0 s and finite")
@@ -580,6 +650,8 @@ def to_toml_dict(sc: Scenario) -> dict:
             out.setdefault(section, {})[key] = format_quantity(value, dim)
     # c, derived (for readers of the file); on load it must agree with the peak and utilisation
     out["model"]["gpu_compute"] = format_quantity(float(sc.gpu_compute_s), "time")
+    if sc.links is not None:
+        out["links"].update(_links_to_toml(sc))
     if sc.active_params is not None:
         out["model"][ACTIVE[1]] = format_quantity(float(sc.active_params), "count")
     out[FIXED_SECTION] = {vid: format_quantity(float(d), "time") for vid, d in sc.fixed_s.items()}
@@ -602,6 +674,108 @@ def to_toml_dict(sc: Scenario) -> dict:
     return out
 
 
+LINK_ROW_KEYS = ("from", "to", "wan", "latency", "symmetric")
+
+
+def _links_to_toml(sc: Scenario) -> dict:
+    """``names`` and the ``[[links.pairs]]`` rows of a scenario with per-link values: one row
+    with ``symmetric = true`` where both directions agree, else one row per direction."""
+    B, L, names = sc.link_values()
+    rows = []
+    K = len(names)
+    for i in range(K):
+        for j in range(i + 1, K):
+            same = B[i, j] == B[j, i] and L[i, j] == L[j, i]
+            for a, b in ((i, j),) if same else ((i, j), (j, i)):
+                row = {"from": names[a], "to": names[b], "wan": format_quantity(float(B[a, b]), "byte_rate"),
+                       "latency": format_quantity(float(L[a, b]), "time")}
+                if same:
+                    row["symmetric"] = True
+                rows.append(row)
+    return {"names": list(names), "pairs": rows}
+
+
+def _links_from_toml(entries: dict) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """The (bandwidth B/s, latency s, names) of a ``[links]`` table's ``pairs`` rows.
+
+    Every value carries its unit; each ordered pair of distinct DCs is given exactly once (a row
+    with ``symmetric = true`` gives both directions); names come from ``names`` or, without it,
+    from the rows in the order they first appear. Errors name the row.
+    """
+    rows = entries["pairs"]
+    if not isinstance(rows, list) or not rows:
+        raise ScenarioError(f"[links] pairs = {rows!r}: expected [[links.pairs]] rows, each a table "
+                            f"with keys {', '.join(LINK_ROW_KEYS)}")
+    declared = entries.get("names")
+    if declared is not None and (not isinstance(declared, list)
+                                 or not all(isinstance(n, str) and n.strip() for n in declared)):
+        raise ScenarioError(f"[links] names = {declared!r}: expected a list of DC names (non-empty "
+                            "strings), in ring order")
+    if declared is not None and len(set(declared)) != len(declared):
+        raise ScenarioError(f"[links] names = {declared!r}: a DC name is given twice; names must "
+                            "be unique")
+    names: list[str] = list(declared) if declared is not None else []
+    parsed = []
+    for n, row in enumerate(rows, 1):
+        where = f"[[links.pairs]] row {n}"
+        if not isinstance(row, dict):
+            raise ScenarioError(f"{where} = {row!r}: expected a table with keys "
+                                f"{', '.join(LINK_ROW_KEYS)}")
+        for key in row:
+            if key not in LINK_ROW_KEYS:
+                raise ScenarioError(f"{where}: {key} is not a known key; allowed: "
+                                    f"{', '.join(LINK_ROW_KEYS)}")
+        for key in ("from", "to", "wan"):
+            if key not in row:
+                raise ScenarioError(f"{where}: {key} is missing; a row needs from, to and wan "
+                                    "(latency and symmetric are optional)")
+        src, dst = row["from"], row["to"]
+        for key, name in (("from", src), ("to", dst)):
+            if not isinstance(name, str) or not name.strip():
+                raise ScenarioError(f"{where}: {key} = {name!r}: expected a DC name (a non-empty string)")
+            if name not in names:
+                if declared is not None:
+                    raise ScenarioError(f"{where}: {key} = {name!r} is not a DC of [links] names; "
+                                        f"allowed: {', '.join(declared)}")
+                names.append(name)
+        if src == dst:
+            raise ScenarioError(f"{where}: from = to = {src!r}; a link joins two different DCs")
+        where = f"{where} ({src} -> {dst})"
+        values = {}
+        for key, dim, example in (("wan", "byte_rate", "10 Gb/s"), ("latency", "time", "40 ms")):
+            value = row.get(key, "0 s")
+            if not isinstance(value, str):
+                raise ScenarioError(f"{where}: {key} = {value!r} has no unit; write it with one, "
+                                    f"e.g. {key} = {example!r}")
+            values[key] = parse(f"{where} {key}", value, dim)
+        symmetric = row.get("symmetric", False)
+        if not isinstance(symmetric, bool):
+            raise ScenarioError(f"{where}: symmetric = {symmetric!r}: expected true or false")
+        parsed.append((n, src, dst, values["wan"], values["latency"], symmetric))
+    K = len(names)
+    if K < 2:
+        raise ScenarioError(f"[links] pairs: {K} DC named; links join K >= 2 DCs")
+    B, L = np.full((K, K), np.nan), np.full((K, K), np.nan)
+    given: dict[tuple[int, int], int] = {}
+    for n, src, dst, wan, latency, symmetric in parsed:
+        i, j = names.index(src), names.index(dst)
+        for a, b in ((i, j), (j, i)) if symmetric else ((i, j),):
+            if (a, b) in given:
+                raise ScenarioError(f"[[links.pairs]] row {n}: the link {names[a]} -> {names[b]} is "
+                                    f"already given by row {given[(a, b)]}; give each direction once "
+                                    "(symmetric = true gives both)")
+            given[(a, b)] = n
+            B[a, b], L[a, b] = wan, latency
+    missing = [f"{names[i]} -> {names[j]}" for i in range(K) for j in range(K)
+               if i != j and (i, j) not in given]
+    if missing:
+        raise ScenarioError(f"[links] pairs: no row gives {', '.join(missing)}; every ordered pair of "
+                            "DCs needs a row (symmetric = true on a row gives both directions)")
+    np.fill_diagonal(B, 1.0)
+    np.fill_diagonal(L, 0.0)
+    return B, L, tuple(names)
+
+
 def save(sc: Scenario, path: str | os.PathLike) -> None:
     """Write ``sc`` as a TOML file with units (whole or not at all)."""
     import tomli_w
@@ -610,6 +784,10 @@ def save(sc: Scenario, path: str | os.PathLike) -> None:
               "# [fixed_time] is d per variant, calibrated to the study's recorded step times.\n"
               "# [steps] are measured steps to the target loss; \"never\" = measured, never reaches it.\n"
               "# [variants.<id>] adds a variant (or changes one of the study's six).\n")
+    if sc.links is not None:
+        header += ("# [[links.pairs]] gives each directed WAN link its bandwidth and latency "
+                   "(symmetric = true: both directions);\n# [links] wan and latency are then "
+                   "the slowest link's and the longest link's, and must agree with the rows.\n")
     atomic_write_text(path, header + tomli_w.dumps(to_toml_dict(validate(sc))))
 
 
@@ -645,7 +823,8 @@ def from_toml_dict(data: dict) -> Scenario:
     (files written before c came from FLOPs) sets the GPU peak that gives that c.
     """
     by_key = {(section, key): name for name, (section, key, _, _) in FIELDS.items()}
-    extra = {("model", "gpu"), ("model", "gpu_compute"), ("model", "model"), ACTIVE}
+    extra = {("model", "gpu"), ("model", "gpu_compute"), ("model", "model"), ACTIVE, ("links", "pairs"),
+             ("links", "names")}
     sections = {s for s, _ in by_key} | {FIXED_SECTION, "steps", VARIANTS_SECTION, "uncertain"}
     changes: dict[str, Any] = {}
     ref = reference()
@@ -676,6 +855,8 @@ def from_toml_dict(data: dict) -> Scenario:
                 continue
             if (section, key) == ("model", "gpu_compute"):
                 changes["gpu_compute_s"] = parse("[model] gpu_compute", value, "time")
+                continue
+            if (section, key) in (("links", "pairs"), ("links", "names")):
                 continue
             if (section, key) == ACTIVE:
                 changes["active_params"] = parse("[model] active_params", value, "count")
@@ -720,7 +901,31 @@ def from_toml_dict(data: dict) -> Scenario:
             raise ScenarioError(f"[model] gpu_compute = {format_quantity(c, 'time')!r} disagrees with "
                                 f"gpu_peak x utilisation ({format_quantity(derived, 'time')}); give one "
                                 "(c = flops_per_param_token x params x tokens_per_worker / (gpu_peak x utilisation))")
+    links = data.get("links", {})
+    if "names" in links and "pairs" not in links:
+        raise ScenarioError(f"[links] names = {links['names']!r}: names go with [[links.pairs]] "
+                            "rows, which give each link's bandwidth and latency")
+    if "pairs" in links:
+        return validate(_with_file_links(sc.replace(**changes), changes, _links_from_toml(links)))
     return validate(sc.replace(**changes))
+
+
+def _with_file_links(sc: Scenario, changes: dict, table) -> Scenario:
+    """``sc`` with a file's links table. ``[links] wan`` / ``latency`` and ``[cluster] dcs``, if the
+    file gives them too, must agree with the table (the slowest link's bandwidth, the longest
+    link's latency, the number of DCs): they are derived from it, as ``gpu_compute`` is."""
+    B, L, names = table
+    out = sc.with_links(B, L, names)
+    for name, derived in (("wan_Bps", out.wan_Bps), ("wan_latency_s", out.wan_latency_s),
+                          ("dcs", out.dcs)):
+        if name in changes and not math.isclose(changes[name], derived, rel_tol=1e-9, abs_tol=0.0):
+            what = {"wan_Bps": "the slowest link's bandwidth", "wan_latency_s": "the longest link's "
+                    "latency", "dcs": "the number of DCs in the table"}[name]
+            shown = _shown(name, changes[name])
+            raise ScenarioError(f"{_where(name)} = {shown!r} disagrees with [[links.pairs]]: "
+                                f"{what} is {_shown(name, derived)!r}; give the table alone, or a "
+                                "value that agrees with it")
+    return out
 
 
 def _steps_from_toml(table: dict, registry: tuple[Variant, ...]) -> tuple[Steps, tuple[Variant, ...]]:

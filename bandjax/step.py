@@ -1,4 +1,5 @@
-"""Module pipeline and per-variant step time (docs/model.md sections 4, 5, 9, 13 and 14): pure ``jax.numpy``.
+"""Module pipeline and per-variant step time (docs/model.md sections 4, 5, 9, 13, 14 and 15), in
+pure ``jax.numpy``.
 
 Everything here is written for one point of a scenario and broadcasts over whatever array shapes
 the scenario's fields hold. The last axis of a per-variant result is the variant, in the order of
@@ -16,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import links as _links
 from . import phases as _phases
 from . import variants as _v
 from .scenario import Scenario
@@ -77,33 +79,130 @@ def budget_break_even_FLOPs(sc: Scenario):
     return sc.transform_flops_per_param * sc.optics_Sps
 
 
-def comm_parts_s(sc: Scenario) -> tuple:
+def _link_rel(sc: Scenario, pairs) -> tuple[np.ndarray, np.ndarray]:
+    """Relative bandwidths and latencies of the links ``pairs`` (static NumPy constants)."""
+    i, j = np.array(pairs).T
+    return sc.links.bandwidth_rel[i, j], sc.links.latency_rel[i, j]
+
+
+def _mesh_times_s(sc: Scenario, t: _v.Traffic):
+    """Each mesh link's bytes / B_ij and hops x l_ij, shape (..., variant, link), links in
+    :func:`bandjax.links.mesh_pairs` order."""
+    rb, rl = _link_rel(sc, _links.mesh_pairs(sc.links.K))
+    wan = t.wan_B[..., None] / (col(sc.wan_Bps)[..., None] * rb)
+    lat = t.hops[..., None] * col(sc.wan_latency_s)[..., None] * rl
+    return wan, lat
+
+
+def _ring_times_s(sc: Scenario, t: _v.Traffic):
+    """A ring's bytes per link / its slowest link's B and (hops / K) x the sum of its links'
+    latencies, each broadcastable to (..., variant)."""
+    K = sc.links.K
+    rb, rl = _link_rel(sc, _links.ring_pairs(K))
+    ring_wan = t.wan_B / (col(sc.wan_Bps) * np.min(rb))
+    ring_lat = t.hops * col(sc.wan_latency_s) * (np.sum(rl) / K)  # exactly hops x l for equal links
+    return ring_wan, ring_lat
+
+
+def wan_link_terms_s(sc: Scenario, t: _v.Traffic) -> tuple:
+    """The WAN terms of one sync link by link, (bytes part, latency part), s, each on a trailing
+    link axis: shape (..., variant, link).
+
+    Equal links (``sc.links`` None): one entry, :func:`wan_terms_s`'s. Per-link values: on a mesh
+    each link of :func:`bandjax.links.mesh_pairs` (bytes / B_ij, hops x l_ij); on a ring the one
+    term of section 15 (slowest ring link, (hops / K) x the ring's latencies) in every entry. So a
+    fragment sync's WAN time is the largest over the axis of bytes part / F + latency part, which
+    is what :func:`wan_terms_s` selects (used where a question needs every link, as
+    :mod:`bandjax.need` does).
+    """
+    if sc.links is None:
+        wan, lat = wan_terms_s(sc, t)
+        return wan[..., None], lat[..., None]
+    ring_wan, ring_lat = _ring_times_s(sc, t)
+    wan, lat = jnp.broadcast_arrays(*_mesh_times_s(sc, t))
+    mesh = col(sc.topology)[..., None] == 1
+    return jnp.where(mesh, wan, ring_wan[..., None]), jnp.where(mesh, lat, ring_lat[..., None])
+
+
+def _fragment_time_s(wan, lat, fragments):
+    """Each mesh link's time for one fragment sync, bytes / (F B_ij) + hops x l_ij (F static)."""
+    F = np.asarray(fragments, dtype=float)
+    return wan + lat if np.all(F == 1) else wan / F[..., None] + lat
+
+
+def wan_terms_s(sc: Scenario, t: _v.Traffic, fragments=1) -> tuple:
+    """The WAN terms of one sync, (bytes part, latency part), each broadcastable to
+    (..., variant), s (docs/model.md sections 13, 14 and 15).
+
+    Equal links (``sc.links`` None): bytes per link / B and hops x l. Per-link values (B_ij =
+    wan_Bps x bandwidth_rel, l_ij = wan_latency_s x latency_rel):
+
+        ring   bytes per link / (the smallest B on the ring) + (hops / K) x (sum of the ring's l)
+        mesh   the largest over links of bytes per link / B_ij + hops x l_ij, split at that link
+
+    ``fragments`` (F, static, broadcastable to (variant,)): the mesh's binding pair is the one
+    whose FRAGMENT sync finishes last, bytes / (F B_ij) + hops x l_ij (section 14: a fragment
+    carries 1/F of the bytes and pays the latency in full); the bytes part returned is still one
+    whole sync's (the caller divides it by F). A ring's terms do not depend on F.
+
+    ``t`` is :func:`traffic_B`'s. Both are computed and the topology leaf selects (0 ring, 1 mesh),
+    so a sweep over the topology is one compiled call.
+    """
+    B, l = col(sc.wan_Bps), col(sc.wan_latency_s)
+    if sc.links is None:
+        return t.wan_B / B, t.hops * l
+    ring_wan, ring_lat = _ring_times_s(sc, t)
+    wan, lat = jnp.broadcast_arrays(*_mesh_times_s(sc, t))
+    k = jnp.argmax(_fragment_time_s(wan, lat, fragments), axis=-1)[..., None]
+    mesh_wan = jnp.take_along_axis(wan, k, axis=-1)[..., 0]
+    mesh_lat = jnp.take_along_axis(lat, k, axis=-1)[..., 0]
+    mesh = col(sc.topology) == 1
+    return jnp.where(mesh, mesh_wan, ring_wan), jnp.where(mesh, mesh_lat, ring_lat)
+
+
+def pacing_link_index(sc: Scenario):
+    """The link that sets each variant's WAN pace, shape (..., variant): an index into
+    :func:`bandjax.links.mesh_pairs` (K) (i -> j, i != j, row by row).
+
+    On a ring the slowest ring link (the first in ring order among equals); on a mesh the link
+    whose fragment sync's bytes / (F B_ij) + hops x l_ij is largest (the first among equals; F
+    the variant's fragments, 1 unless it syncs in fragments). Equal links name the first link in
+    use (dc0 -> dc1).
+    """
+    t = traffic_B(sc)
+    if sc.links is None:
+        return jnp.zeros(jnp.broadcast_shapes(jnp.shape(t.wan_B), jnp.shape(col(sc.topology))), int)
+    K = sc.links.K
+    pairs = _links.mesh_pairs(K)
+    rb, _ = _link_rel(sc, _links.ring_pairs(K))
+    ring = pairs.index(_links.ring_pairs(K)[int(np.argmin(rb))])
+    wan, lat = jnp.broadcast_arrays(*_mesh_times_s(sc, t))
+    mesh = jnp.argmax(_fragment_time_s(wan, lat, sync_method(sc).fragments), axis=-1)
+    return jnp.where(col(sc.topology) == 1, mesh, ring)
+
+
+def comm_parts_s(sc: Scenario, fragments=1) -> tuple:
     """The communication terms of ONE sync of every variant (all but c), in :data:`COMPONENTS`
-    order from ``module_port`` on (docs/model.md sections 5 and 13; sections 9 and 14 apply the
-    rounds in :func:`step_parts_s`).
+    order from ``module_port`` on (docs/model.md sections 5, 13 and 15; sections 9 and 14 apply
+    the rounds in :func:`step_parts_s`). ``fragments``: as in :func:`wan_terms_s` (which mesh
+    pair binds a fragment sync); :func:`fragment_parts_s` passes each variant's F.
 
     Each is broadcastable to (..., variant) but not broadcast: on an outer-product grid most terms
     depend on one axis only, so sums of these stay one fused pass over the grid instead of a
     materialised (..., variant, component) array.
 
         module (binding stage only) | qsfp bytes / qsfp port | port bytes / port |
-        WAN bytes per link / B | hops x latency | d
+        WAN bytes per link / B | hops x latency | d      (the WAN: :func:`wan_terms_s`)
     """
     t = traffic_B(sc)
+    wan, wan_latency = wan_terms_s(sc, t, fragments)
     stages = module_stages_s(sc)
     module_parts = jnp.where(binding_stage(stages), stages, 0.0)  # (..., stage)
     has_module = jnp.array([v.module for v in sc.variants])  # (variant,)
     fixed = jnp.stack([jnp.asarray(sc.fixed_s[v], dtype=float) for v in sc.ids], axis=-1)
-    wan_s, latency_s = wan_terms_s(sc, t)
     return (*(jnp.where(has_module, module_parts[..., i, None], 0.0) for i in range(len(STAGES))),
-            t.qsfp_B / col(sc.qsfp_port_Bps), t.port_B / col(sc.worker_port_Bps), wan_s, latency_s,
+            t.qsfp_B / col(sc.qsfp_port_Bps), t.port_B / col(sc.worker_port_Bps), wan, wan_latency,
             fixed)
-
-
-def wan_terms_s(sc: Scenario, t: _v.Traffic) -> tuple:
-    """The WAN terms of one sync, (bytes per directed link / B, hops x latency), s (equal links,
-    docs/model.md section 13)."""
-    return t.wan_B / col(sc.wan_Bps), t.hops * col(sc.wan_latency_s)
 
 
 # The terms of one sync that scale with its bytes (a fragment carries 1/F of them); the WAN's
@@ -151,8 +250,8 @@ def _zeros(x) -> bool:
 def fragment_parts_s(sc: Scenario, parts=None, method: Method | None = None) -> tuple:
     """The terms of one fragment's sync: :func:`comm_parts_s` with the byte terms divided by F
     (:data:`BYTE_COMPONENTS`); latency and d in full."""
-    parts = comm_parts_s(sc) if parts is None else parts
     F = (sync_method(sc) if method is None else method).fragments
+    parts = comm_parts_s(sc, F) if parts is None else parts
     # Every term is divided (by 1 where it is paid in full), by values XLA cannot fold away: the
     # sums below then compile the same way whatever the grid's shape, so a chunked winner map
     # equals the whole one bit for bit.

@@ -119,6 +119,11 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
     for arg, fld in SAME_FIELD.items():
         if given.get(arg) is not None and fld in fields and arg != fld:
             raise ValueError(f"{arg} and {fld} both set {fld}; give one")
+    if sc.links is not None and (dcs is not None or "dcs" in fields):
+        raise ScenarioError(f"dcs = {dcs if dcs is not None else fields['dcs']!r}: this scenario "
+                            f"has per-link values for {sc.links.K} DCs ({', '.join(sc.links.names)}), "
+                            "so K comes from its links table and cannot be swept; sweep scenarios "
+                            "with different tables (Scenario.with_links) instead")
     axes: list[Axis] = []
     scalars: dict = {}
     scalar_attrs: dict = {}

@@ -2,8 +2,9 @@
 
 The closed forms assume the WAN is the training job's alone; this engine shares every directed WAN
 link in use (K on a ring of K DCs, K(K-1) on a mesh) with other jobs' Poisson traffic, with the
-scenario's one-way latency and overlap. At load 0 it gives the closed forms' step time exactly,
-which makes it an independent check of them. ``import events`` never loads jax.
+scenario's one-way latency and overlap; with per-link values (docs/model.md section 15) each
+link has its own capacity, background and latency. At load 0 it gives the closed forms' step time
+exactly, which makes it an independent check of them. ``import events`` never loads jax.
 
 Public API (imported lazily, so dask workers that only run :func:`simulate` stay light):
 

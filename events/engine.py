@@ -1,4 +1,5 @@
-"""The shared-WAN discrete-event engine (docs/model.md sections 11 and 13): SimPy and NumPy only.
+"""The shared-WAN discrete-event engine (docs/model.md sections 11, 13, 14 and 15): SimPy and NumPy
+only.
 
 A run simulates a training job whose steps are built phase by phase from a :class:`Plan`:
 
@@ -16,11 +17,13 @@ gradients are ready during that step's backward) and is due ``delay`` (tau) step
 it is not done, the compute waits until it is, and the wait pushes everything after it. So at
 load 0, while the windows do not overlap (f + tau <= H / F), a step is
 c + F max(0, comm_frag - (f + tau) c) / H, the closed form's (comm_frag: a fragment sync's
-phases, WAN bytes / B and latency). With F = 1 and tau = 0 the sync starts (H - f) c into its
+phases, then its WAN bytes / B_i and latency on every link, the last link done). With F = 1 and tau = 0 the sync starts (H - f) c into its
 round and the round ends when both the compute and every link are done.
 
 Each link is one first-come-first-served server of capacity B shared with other jobs, whose
-``background_B`` transfers arrive as a Poisson process at ``load`` x B, seeded per link. A link is a
+``background_B`` transfers arrive as a Poisson process at ``load`` x B, seeded per link. Links
+that differ (docs/model.md section 15) each have their own B_i, background at load x B_i and
+latency (:attr:`Plan.link_Bps`, :attr:`Plan.link_latency_s`). A link is a
 work-conserving FCFS server with deterministic service (bytes / B): a message arriving at t leaves
 at ``max(t, link free) + bytes / B`` (Lindley's recursion), so departures need no event. Nothing
 waits on other jobs' transfers, so they need none either: each link applies its own, in order,
@@ -70,6 +73,10 @@ class Plan:
     ``sync_phases`` run one after another; the parts of a phase run at once (the module's
     pipelined stages), so a phase lasts as long as its slowest part. Then every one of ``links``
     directed WAN links carries ``wan_B``; each is done ``latency_s`` after its last message.
+
+    Links that differ (docs/model.md section 15): ``link_Bps`` and ``link_latency_s`` give each
+    link in use its own capacity and its last message's time to done (empty: every link
+    ``wan_Bps`` and ``latency_s``); ``wan_Bps`` is then the slowest link's (the warm-up's).
     """
 
     variant: str
@@ -83,6 +90,8 @@ class Plan:
     links: int = 2  # directed WAN links in use (K on a ring, K(K-1) on a mesh)
     latency_s: float = 0.0  # a link's last message to the link done: hops x one-way latency
     overlap: float = 0.0  # f: share of the GPU compute that hides the sync
+    link_Bps: tuple[float, ...] = ()  # each link's capacity (empty: all wan_Bps)
+    link_latency_s: tuple[float, ...] = ()  # each link's last message to done (empty: latency_s)
     fragments: int = 1  # F: fragment syncs a round (sync_phases and wan_B are one fragment's)
     delay: int = 0  # tau: steps after its sync point a fragment sync is due
 
@@ -102,6 +111,16 @@ class Plan:
         if not (isinstance(self.overlap, (int, float)) and 0 <= self.overlap <= 1):
             raise ValueError(f"overlap = {self.overlap!r}: must be a share of the GPU compute in "
                              "[0, 1]")
+        for name, positive in (("link_Bps", True), ("link_latency_s", False)):
+            values = getattr(self, name)
+            if values and len(values) != self.links:
+                raise ValueError(f"{name}: {len(values)} values for {self.links} links; give one "
+                                 "per link in use, or none")
+            for x in values:
+                if not (isinstance(x, (int, float)) and math.isfinite(x)
+                        and (x > 0 if positive else x >= 0)):
+                    raise ValueError(f"{name} = {values!r}: {x!r} must be a finite number "
+                                     f"{'>' if positive else '>='} 0")
         if isinstance(self.fragments, bool) or not isinstance(self.fragments, int) \
                 or not 1 <= self.fragments <= self.sync_every:
             raise ValueError(f"fragments = {self.fragments!r}: must be a whole number from 1 to "
@@ -110,6 +129,18 @@ class Plan:
                 or not 0 <= self.delay <= self.sync_every - 1:
             raise ValueError(f"delay = {self.delay!r}: must be a whole number of steps from 0 to "
                              f"H - 1 = {self.sync_every - 1}")
+
+    def rates_Bps(self) -> tuple[float, ...]:
+        """Each link's capacity, B/s."""
+        return tuple(self.link_Bps) or (self.wan_Bps,) * self.links
+
+    def latencies_s(self) -> tuple[float, ...]:
+        """Each link's time from its last message to done, s."""
+        return tuple(self.link_latency_s) or (self.latency_s,) * self.links
+
+    def wan_s(self) -> float:
+        """The sync's WAN part on an idle WAN: the last link done, max of bytes / B_i + latency_i."""
+        return max(self.wan_B / r + l for r, l in zip(self.rates_Bps(), self.latencies_s()))
 
 
 @dataclass
@@ -289,9 +320,9 @@ def _sync(env: simpy.Environment, plan: Plan, links: tuple, delay_s: float, st: 
         longest = max(p.duration_s for p in phase)
         if longest > 0:
             yield env.timeout(longest)
-    sends = [env.process(_send(env, link, plan.wan_B, plan.message_B, plan.latency_s,
+    sends = [env.process(_send(env, link, plan.wan_B, plan.message_B, latency_s,
                                st["delivered"][i] if st is not None else None))
-             for i, link in enumerate(links)]
+             for i, (link, latency_s) in enumerate(zip(links, plan.latencies_s()))]
     yield env.all_of(sends)
 
 
@@ -329,8 +360,8 @@ def estimate_events(plan: Plan, load: float, steps: int, max_sim_s: float = MAX_
     """Link arrivals a run will simulate, estimated before it starts (both WAN directions).
 
         sync messages   L ceil(wan_B / message_B) floor(steps / H)
-        background      L load wan_Bps / background_B x T,
-        T = min(max_sim_s, warm-up + steps x (c + (sync phases + wan_B / wan_Bps + latency) / H)
+        background      load (sum of the L links' B_i) / background_B x T,
+        T = min(max_sim_s, warm-up + steps x (c + (sync phases + max_i(wan_B / B_i + latency_i)) / H)
                                      / (1 - load))
 
     with L links, the simulated time T taking the load-0 step without overlap stretched by
@@ -339,11 +370,10 @@ def estimate_events(plan: Plan, load: float, steps: int, max_sim_s: float = MAX_
     syncs = steps // plan.sync_every * plan.fragments
     messages = plan.links * math.ceil(plan.wan_B / plan.message_B) * syncs if plan.wan_B > 0 else 0.0
     phases_s = sum(max([p.duration_s for p in phase], default=0.0) for phase in plan.sync_phases)
-    step0 = plan.compute_s + ((phases_s + plan.wan_B / plan.wan_Bps + plan.latency_s)
-                              * plan.fragments / plan.sync_every)
+    step0 = plan.compute_s + (phases_s + plan.wan_s()) * plan.fragments / plan.sync_every
     sim = warmup_s(plan, load) + steps * step0 / (1 - load)
     sim = min(sim, max_sim_s)
-    background = plan.links * load * plan.wan_Bps / plan.background_B * sim
+    background = load * sum(plan.rates_Bps()) / plan.background_B * sim
     return {"messages": messages, "background": background, "total": messages + background,
             "sim_s": sim}
 
@@ -406,11 +436,11 @@ def simulate(plan: Plan, load: float, seed: int = 0, steps: int = 400, *,
     load = float(load)
     check_bounds(plan, load, steps, max_sim_s)
     env = simpy.Environment()
-    links = tuple(_Link(plan.wan_Bps) for _ in range(plan.links))
-    service_bg = plan.background_B / plan.wan_Bps
+    links = tuple(_Link(rate) for rate in plan.rates_Bps())
     if load > 0:
-        mean_gap = service_bg / load  # arrival rate load x B / background_B
         for i, link in enumerate(links):
+            service_bg = plan.background_B / link.rate
+            mean_gap = service_bg / load  # arrival rate load x B_i / background_B
             link.background(np.random.default_rng([seed, i]), mean_gap, service_bg)
     start = warmup_s(plan, load)
     step_s = np.empty(steps)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from bandjax import links as _links
 from bandjax import phases as _phases
 from bandjax.scenario import Scenario
 
@@ -47,7 +48,8 @@ def build(sc: Scenario, variant: str) -> Plan:
     Sync phases: worker port (port bytes / worker port rate); the module's four pipelined stages
     (:func:`bandjax.phases.module_stages`) for variants with a module; the module port (qsfp
     bytes / module port rate); the fixed time d. Then the bytes of each directed WAN link in use
-    (K on a ring, K(K-1) on a mesh), each link done hops x latency after its last message. A
+    (K on a ring, K(K-1) on a mesh), each link done hops x latency after its last message (with
+    per-link values, ``sc.links``, each its own capacity and latency: :func:`_per_link`). A
     zero-byte phase is left out. With the variant's F fragments (docs/model.md section 14) these
     are one fragment's: every byte term / F, d and latency in full; each fragment sync starts f c
     before its sync point and is due ``delay`` steps after it.
@@ -71,11 +73,38 @@ def build(sc: Scenario, variant: str) -> Plan:
     wan_Bps = f.wan_Bps
     if not (wan_Bps > 0 and math.isfinite(wan_Bps)):
         raise ValueError(f"wan_Bps = {sc.wan_Bps!r}: the WAN bandwidth must be a finite number > 0 B/s")
+    rates, latencies = _per_link(sc, float(t.hops))
     return Plan(variant=variant, compute_s=f.gpu_compute_s, sync_phases=tuple(phases),
-                wan_B=float(t.wan_B) / F, wan_Bps=wan_Bps, message_B=f.wan_message_B,
+                wan_B=float(t.wan_B) / F, wan_Bps=min(rates, default=wan_Bps), message_B=f.wan_message_B,
                 background_B=f.background_B, sync_every=sync_every(sc, variant), links=int(t.links),
-                latency_s=float(t.hops) * f.wan_latency_s, overlap=f.overlap_fraction,
+                latency_s=max(latencies, default=float(t.hops) * f.wan_latency_s),
+                overlap=f.overlap_fraction, link_Bps=rates, link_latency_s=latencies,
                 fragments=F, delay=int(v.delay))
+
+
+def _per_link(sc: Scenario, hops: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Each link in use's capacity and its last message's time to done (docs/model.md section 15),
+    or two empty tuples for equal links (the plan's ``wan_Bps`` and ``latency_s`` then hold).
+
+        ring   B_i = wan_Bps x rel of link i -> i+1,   done (hops / K) x (sum of the ring's l) after
+               its last message (the chunks cross every ring link's latency in turn)
+        mesh   B_ij = wan_Bps x rel,                    done hops x l_ij after its last message
+
+    The same relative tables and the same arithmetic order as :func:`bandjax.step.wan_terms_s`.
+    """
+    L = sc.links
+    if L is None:
+        return (), ()
+    K = L.K
+    B, lat = float(sc.wan_Bps), float(sc.wan_latency_s)
+    pairs = _links.pairs_in_use(K, sc.topology)
+    rates = tuple(B * float(L.bandwidth_rel[i, j]) for i, j in pairs)
+    if float(sc.topology) == 1:
+        latencies = tuple(hops * lat * float(L.latency_rel[i, j]) for i, j in pairs)
+    else:
+        ring = sum(float(L.latency_rel[i, j]) for i, j in pairs)
+        latencies = (hops * lat * (ring / K),) * K
+    return rates, latencies
 
 
 def run(sc: Scenario, variant: str, load: float, seed: int = 0, steps: int = 400, **kwargs):

@@ -17,6 +17,7 @@ LAYERS = (
     ("foundations", ("bandjax.units", "bandjax._limits", "bandjax._io", "bandjax._budget_index",
                      "bandjax.parameters")),
     ("variant registry", ("bandjax.variants",)),
+    ("links as data", ("bandjax.links",)),
     ("uncertain inputs as data", ("bandjax.distributions",)),
     ("scenario", ("bandjax.scenario", "bandjax.names", "bandjax.labels")),
     ("closed forms", ("bandjax._jax", "bandjax.phases", "bandjax.step", "bandjax.metrics",
