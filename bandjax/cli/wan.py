@@ -73,17 +73,24 @@ def _wan(args) -> int:
         sc = sc.replace(wan_Bps=args.bandwidth * 1e9)
     import jax.numpy as jnp
 
-    approx = np.asarray(shared_wan_step_s(sc, jnp.asarray([float(x) for x in args.load])))
+    from .. import links as _links
+    from ..report.sections.shared_wan import LINKS_DIFFER
+
+    left_out = _links.differ(sc)  # the approximation takes identical links
+    approx = (None if left_out else
+              np.asarray(shared_wan_step_s(sc, jnp.asarray([float(x) for x in args.load]))))
     closed_ms = np.asarray(step_s(sc)) * 1e3  # the load-0 step; the engine equals it there
-    stated = accuracy(sc)
+    stated = None if left_out else accuracy(sc)
     ms = ds.step_s * 1e3
-    print(f"shared WAN on {cluster_text(sc)} of {float(sc.wan_Bps) / 1e9:g} GB/s each, "
+    each = "the slowest; each link at its own" if left_out else "each"
+    print(f"shared WAN on {cluster_text(sc)} of {float(sc.wan_Bps) / 1e9:g} GB/s {each}, "
           f"{args.steps} steps a run, seeds {seeds[0]}..{seeds[-1]}; step in ms (mean over the "
           f"run; p95 at seed {args.seed}); growth = mean / the load-0 step (the closed form, "
-          "which the engine equals at load 0); approx. = queueing approximation (stated "
-          f"accuracy {stated['accuracy']:.0%} {stated['basis']})")
+          "which the engine equals at load 0); "
+          + (LINKS_DIFFER if left_out else "approx. = queueing approximation (stated "
+             f"accuracy {stated['accuracy']:.0%} {stated['basis']})"))
     print(f"{'variant':<20} {'load':>5} {'step':>10} {'p95':>10} {'mean':>10} {'95% CI':>21} "
-          f"{'growth':>7} {'approx.':>10}")
+          f"{'growth':>7}" + ("" if approx is None else f" {'approx.':>10}"))
     for vid in np.atleast_1d(ds.variant.values):
         at = sc.ids.index(vid)
         for j, x in enumerate(args.load):
@@ -97,7 +104,7 @@ def _wan(args) -> int:
                   f"{float(p95) * 1e3:>10.3f} "
                   f"{m:>10.3f} {'n/a (1 seed)' if math.isnan(lo) else f'[{lo:.3f}, {hi:.3f}]':>21} "
                   f"{m / closed_ms[at]:>7.2f} "
-                  f"{approx[j, at] * 1e3:>10.3f}")
+                  + ("" if approx is None else f"{approx[j, at] * 1e3:>10.3f}"))
     if args.out:
         from .._io import atomic_write_bytes
 

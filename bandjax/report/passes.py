@@ -34,7 +34,8 @@ class Sweeps:
       model: over (model, enob, budget, basis, variant), every preset of PRESETS.
       H: over (H, enob, budget, basis, variant), H in constants.H_VALUES.
       stages: module stage times over (budget, stage), the budget axis of the stages chart.
-      cluster: over (dcs, topology, basis, variant) at the scenario's WAN, budget and ENOB.
+      cluster: over (dcs, topology, basis, variant) at the scenario's WAN, budget and ENOB
+        (dcs: :func:`cluster_dcs`, the scenario's own K alone when it has per-link values).
       enobs, budgets: the control labels of the enob and budget axes (budgets: "free", "low",
         "high" and the scenario's own where it is none of them).
     """
@@ -105,6 +106,12 @@ def budget_grid_GFLOPs(sc: Scenario, break_even_GFLOPs: float) -> np.ndarray:
                                      [break_even_GFLOPs, *marks]]))
 
 
+def cluster_dcs(sc: Scenario) -> list[int]:
+    """The K the cluster section sweeps: constants.DCS, or the scenario's own K alone where it has
+    per-link values (K then comes from its links table and cannot be swept)."""
+    return list(C.DCS) if sc.links is None else [int(float(sc.dcs))]
+
+
 def compute(sc: Scenario) -> Sweeps:
     """The one pass: six sweeps, each one jitted call over its grid."""
     from ..step import budget_break_even_FLOPs
@@ -122,8 +129,11 @@ def compute(sc: Scenario) -> Sweeps:
               quantities=("time_to_target_s", "status", "step_s"))
     be = float(budget_break_even_FLOPs(sc)) / 1e9
     stages = sweep(sc, budget=list(budget_grid_GFLOPs(sc, be)), quantities=("module_stage_s",))
-    cluster = sweep(sc, dcs=list(C.DCS), topology=list(C.TOPOLOGIES), bandwidth=wan,
+    over_K = {} if sc.links is not None else {"dcs": cluster_dcs(sc)}  # links: K is the table's
+    cluster = sweep(sc, **over_K, topology=list(C.TOPOLOGIES), bandwidth=wan,
                     basis=list(BASES), quantities=("time_to_target_s", "status", "step_s"))
+    if "dcs" not in cluster.dims:
+        cluster = cluster.expand_dims(dcs=cluster_dcs(sc))
     return Sweeps(point=point, bandwidth=bandwidth, model=model, H=H, stages=stages,
                   cluster=cluster, enobs=tuple(enobs), budgets=tuple(o[0] for o in opts),
                   enob=enob_label(sc.enob))

@@ -50,40 +50,43 @@ class Cluster(Section):
 KEY = Cluster.KEY
 
 
-def _crossings(sc: Scenario) -> list[dict]:
-    """Break-evens of the compared pairs over (K, topology) in one vectorised root search."""
+def _crossings(sc: Scenario, dcs: list[int]) -> list[dict]:
+    """Break-evens of the compared pairs over (K, topology) in one vectorised root search (with
+    per-link values, K is the table's and only the topology varies)."""
     ps = compared_pairs(sc)
-    K = np.asarray(C.DCS, dtype=float)
     topo = np.arange(len(C.TOPOLOGIES), dtype=float)
-    grid = sc.replace(dcs=K[:, None, None], topology=topo[None, :, None])
+    over_K = ({} if sc.links is not None
+              else {"dcs": np.asarray(dcs, dtype=float)[:, None, None]})
+    grid = sc.replace(**over_K, topology=np.broadcast_to(topo[None, :, None], (len(dcs), len(topo), 1)))
     ia = np.array([sc.ids.index(a) for a, _, _ in ps])
     ib = np.array([sc.ids.index(b) for _, b, _ in ps])
     na = np.array([sc.steps_of(a, float(sc.enob), basis) for a, _, basis in ps])
     nb = np.array([sc.steps_of(b, float(sc.enob), basis) for _, b, basis in ps])
     lo, hi = (g * 1e9 for g in C.BANDWIDTH_RANGE_GBps)
     c = be.all_bandwidth_crossings(grid, ia, ib, na, nb, lo, hi)
-    x = np.asarray(c.x)  # (K, topology, pair, root)
+    x = np.asarray(c.x).reshape(len(dcs), len(topo), len(ps), -1)  # (K, topology, pair, root)
     out = []
     for p, (a, b, basis) in enumerate(ps):
         cells = [[[float(v) / 1e9 for v in x[i, t, p] if np.isfinite(v)]
-                  for t in range(len(C.TOPOLOGIES))] for i in range(len(C.DCS))]
+                  for t in range(len(C.TOPOLOGIES))] for i in range(len(dcs))]
         out.append({"a": a, "b": b, "basis": basis, "GBps": cells})
     return out
 
 
 def compute(sc: Scenario, sw: passes.Sweeps) -> Cluster:
     ds = sw.cluster.transpose("dcs", "topology", "basis", "variant")
+    dcs = [int(k) for k in ds.dcs.values]
     t = np.asarray(ds.time_to_target_s)
     times = {basis: {vid: [[None if math.isnan(t[i, k, j, v]) else float(t[i, k, j, v])
-                            for k in range(len(C.TOPOLOGIES))] for i in range(len(C.DCS))]
+                            for k in range(len(C.TOPOLOGIES))] for i in range(len(dcs))]
                      for v, vid in enumerate(sc.ids)} for j, basis in enumerate(BASES)}
     masked = np.where(np.isnan(t), np.inf, t)
     best = np.argmin(masked, axis=-1)
     winner = {basis: [[sc.ids[int(best[i, k, j])] if np.isfinite(masked[i, k, j]).any() else None
-                       for k in range(len(C.TOPOLOGIES))] for i in range(len(C.DCS))]
+                       for k in range(len(C.TOPOLOGIES))] for i in range(len(dcs))]
               for j, basis in enumerate(BASES)}
-    crossings = _crossings(sc)
-    cl = Cluster(dcs=list(C.DCS), topologies=list(C.TOPOLOGIES),
+    crossings = _crossings(sc, dcs)
+    cl = Cluster(dcs=dcs, topologies=list(C.TOPOLOGIES),
                  wan_GBps=float(sc.wan_Bps) / 1e9, latency_ms=float(sc.wan_latency_s) * 1e3,
                  time_to_target_s=times, winner=winner, break_even_GBps=crossings, conclusions=[])
     return replace(cl, conclusions=conclusions(sc, cl))

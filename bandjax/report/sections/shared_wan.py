@@ -18,6 +18,7 @@ from typing import ClassVar
 import altair as alt
 import numpy as np
 
+from ... import links as _links
 from ... import variants as _v
 from ...scenario import Scenario
 from .common import (HEIGHT, PADDING_PX, WIDTH, Results, Section, View, _finish, _num,
@@ -56,6 +57,7 @@ class SharedWan(Section):
     load0_points: list  # {variant, GBps, step_ms, time_to_target_s, basis}
     load0_max_rel_err: float | None
     trace: dict
+    approx_left_out: str | None = None  # why the approximation is left out (links that differ)
 
 
 KEY = SharedWan.KEY
@@ -90,11 +92,21 @@ def _options(ctx: dict) -> dict:
     return opts
 
 
+LINKS_DIFFER = ("The queueing approximation is left out: the scenario's WAN links differ, and it "
+                "takes the links in use as identical; the event engine gives each link its own "
+                "capacity and latency.")
+
+
 def with_cluster(sc: Scenario, dcs=None, topology=None) -> Scenario:
     """``sc`` on ``dcs`` data centres joined as ``topology`` ("ring" or "mesh"); None keeps the
-    scenario's."""
+    scenario's. With per-link values K comes from the links table: ``dcs`` must then be that K."""
     changes = {}
-    if dcs is not None:
+    if dcs is not None and sc.links is not None:
+        if int(dcs) != sc.links.K:
+            raise ValueError(f"dcs = {dcs!r}: this scenario has per-link values for "
+                             f"{sc.links.K} DCs ({', '.join(sc.links.names)}), so K comes from its "
+                             "links table; leave dcs out or give that table another size")
+    elif dcs is not None:
         changes["dcs"] = dcs
     if topology is not None:
         if topology not in _v.TOPOLOGIES:
@@ -146,10 +158,12 @@ def build(scenario: Scenario, ctx: dict) -> SharedWan:
                              steps=2 * H, scheduler=where, progress=o["progress"])
     ids = list(runs.variant.values)
     step_ms = runs.step_s * 1e3
-    approx = np.asarray(shared_wan_step_s(scenario, jnp.asarray(loads))) * 1e3
+    left_out = LINKS_DIFFER if _links.differ(scenario) else None
+    approx = (None if left_out else
+              np.asarray(shared_wan_step_s(scenario, jnp.asarray(loads))) * 1e3)
     mean = step_ms.mean("seed")
     closed_ms = np.asarray(step_s(scenario)) * 1e3  # the load-0 step: the engine equals it there
-    stated = accuracy(scenario)
+    stated = {"accuracy": None, "basis": None} if left_out else accuracy(scenario)
     out = {"seed": 0, "loads": loads, "steps": int(o["steps"]), "seeds": len(seeds),
            "bandwidth_GBps": float(scenario.wan_Bps) / 1e9,
            "dcs": int(float(scenario.dcs)),
@@ -173,10 +187,13 @@ def build(scenario: Scenario, ctx: dict) -> SharedWan:
         out["wan_utilisation"][vid] = [float(x) for x in runs.wan_utilisation.sel(variant=vid, seed=0).values]
         out["wan_utilisation_max"][vid] = [
             float(x) for x in runs.wan_utilisation_max.sel(variant=vid, seed=0).values]
-        a = approx[:, at]
-        out["approx_step_ms"][vid] = [float(x) for x in a]
-        worst = max(worst, float(np.max(np.abs(a / m - 1))))
-    out["approx_max_rel_err"] = worst
+        if approx is not None:
+            a = approx[:, at]
+            out["approx_step_ms"][vid] = [float(x) for x in a]
+            worst = max(worst, float(np.max(np.abs(a / m - 1))))
+    out["approx_max_rel_err"] = None if left_out else worst
+    if left_out:
+        out["approx_step_ms"], out["approx_left_out"] = None, left_out
 
     # load 0 over bandwidths: the engine against the closed form, and dots for the page
     points, err = [], 0.0
@@ -213,22 +230,27 @@ def markdown(results: Results | dict) -> str:
     if r is None:
         return ""
     loads = r.loads
-    head = " | ".join(f"load {x:g}: seed 0 / mean [95% CI] / growth / approx." for x in loads)
+    approx = r.approx_step_ms is not None
+    head = " | ".join(f"load {x:g}: seed 0 / mean [95% CI] / growth" + (" / approx." if approx else "")
+                      for x in loads)
     K, topology = r.dcs, r.topology
     lines = [
         "## Shared WAN (event engine)",
         "",
         f"{K} DCs joined as a {topology}: each of the {r.links} directed WAN links in "
-        f"use ({r.bandwidth_GBps:g} GB/s each) is a first-come-first-served link "
+        f"use ({r.bandwidth_GBps:g} GB/s " + ("the slowest; each at its own" if r.approx_left_out
+                                             else "each") + ") is a first-come-first-served link "
         "shared with other jobs' Poisson 1 MB transfers at load x capacity; the sync's bytes on "
         "each link go as 1 MB messages one after another, and the step ends when every link is "
         "done. Step times in ms: one run of "
         f"{r.steps} steps at seed {r.seed}, the mean over {r.seeds} seeds with its 95% "
         "interval (Student t), its growth against the load-0 step (the closed form, which the "
-        "engine equals at load 0), and the queueing approximation "
-        f"(stated accuracy {r.approx_accuracy:.0%} {r.approx_accuracy_basis or ''}; "
-        f"largest deviation here {r.approx_max_rel_err:.1%}). Budget [free] unless the "
-        "scenario sets one; d calibrated to the study's step times.",
+        "engine equals at load 0)"
+        + (", and the queueing approximation "
+           f"(stated accuracy {r.approx_accuracy:.0%} {r.approx_accuracy_basis or ''}; "
+           f"largest deviation here {r.approx_max_rel_err:.1%})" if approx else "")
+        + ". Budget [free] unless the scenario sets one; d calibrated to the study's step times."
+        + (f" {r.approx_left_out}" if r.approx_left_out else ""),
         "",
         f"| variant | {head} |",
         "|---|" + "---|" * len(loads),
@@ -241,10 +263,11 @@ def markdown(results: Results | dict) -> str:
             lo, hi = r.ci95_ms[vid][j]
             interval = "[n/a: one seed]" if lo is None else f"[{lo:.3f}, {hi:.3f}]"
             cells.append(f"{s[j]:.3f} / {r.mean_step_ms[vid][j]:.3f} {interval} / "
-                         f"x{r.growth[vid][j]:.2f} / {r.approx_step_ms[vid][j]:.3f}")
+                         f"x{r.growth[vid][j]:.2f}"
+                         + (f" / {r.approx_step_ms[vid][j]:.3f}" if approx else ""))
         lines.append(f"| {shorts.get(vid, vid)} | " + " | ".join(cells) + " |")
     measured = r.approx_accuracy_by_cluster
-    if measured and all(m["accuracy"] is not None for m in measured):
+    if approx and measured and all(m["accuracy"] is not None for m in measured):
         lines += ["", "The approximation's worst error against the engine's mean (every variant, "
                   "12.5 GB/s per link, loads 0.5 to 0.95): "
                   + ", ".join(f"K = {m['dcs']} {m['topology'] if m['dcs'] > 2 else ''}"
@@ -358,6 +381,8 @@ def shared_wan_view(sc: Scenario, results: Results | dict | None) -> View:
             + (f" (stated accuracy {float(acc):.0%})" if isinstance(acc, (int, float)) else "")
             + "; solid lines with points: the engine's mean, error bars its 95% interval (one that "
             "reaches below zero is drawn from the chart's smallest step).")
+    if sw.approx_left_out:
+        view.assumptions.append(sw.approx_left_out)
     return view
 
 
