@@ -7,6 +7,7 @@ from .. import breakeven as be
 from .. import inverse as inv
 from .. import sensitivity as sens
 from .. import variants as _v
+from ..links import scaling_note
 import numpy as np
 
 from ..report.sections.breakeven import BASIS_NOTE, ENOB_GRID_GBps, _budget_label, _fmt_value
@@ -16,6 +17,8 @@ def print_bandwidth(sc, a, b, basis, lo, hi) -> None:
     r = be.break_even(sc, a, b, basis=basis, lo=lo, hi=hi)
     _header(sc, r, basis)
     print(f"  WAN searched {r.lo / 1e9:g} to {r.hi / 1e9:g} GB/s")
+    if r.links_scaling:
+        print(f"  {r.links_scaling}")
     _print_crossings(sc, r, lambda x: f"{x / 1e9:.6g} GB/s = {8 * x / 1e9:.6g} Gb/s")
 
 
@@ -39,6 +42,8 @@ def print_enob(sc, a, b, basis, lo, hi) -> None:
     print(f"{sc.variant(a).short} ({a}) vs {sc.variant(b).short} ({b}), {note}")
     measured = sc.steps.measured_enobs(a, sc.variants)
     print(f"  lowest measured ENOB at which it still wins (measured: {', '.join(map(str, measured))}):")
+    if scaling_note(sc, ["bandwidth"]):
+        print(f"  {scaling_note(sc, ['bandwidth'])}")
     for g, e in zip(grid, lowest):
         print(f"  {g:>8g} GB/s = {8 * g:>6g} Gb/s: " + ("none" if np.isnan(e) else f"ENOB {e:g}"))
 

@@ -75,6 +75,8 @@ def _need(args) -> int:
           f"(GPU compute / step), on {n} DCs of {int(float(sc.workers_per_dc))} workers, overlap "
           f"f = {float(sc.overlap_fraction):.3g}, searched in {lo:g} to {hi:g} GB/s "
           "(docs/model.md section 14)")
+    if ds.attrs.get("links_scaling"):
+        print(ds.attrs["links_scaling"])
     print(f"{'variant':<22} {'H':>5} {'F':>3} {'tau':>3} {'target':>7} {'GB/s':>10} "
           f"{'Gbit/s':>10}  status")
     for k, vid in enumerate(ids):
