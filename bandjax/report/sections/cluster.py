@@ -4,20 +4,24 @@ scenario's WAN bandwidth, latency, budget and ENOB.
 
 results.json gains ``cluster``: ``dcs`` (K), ``topologies``, per basis the winner and every
 variant's time to target (s) at each (K, topology), and per compared pair the break-evens (GB/s)
-at each (K, topology); ``conclusions``: short sentences written from those numbers.
+at each (K, topology); ``links``: the scenario's directed WAN links (from, to, GB/s, ms, in use on
+a ring / a mesh) and ``pacing``: the link that sets each variant's WAN pace per topology
+(docs/model.md section 15); ``conclusions``: short sentences written from those numbers. With
+per-link values K is the links table's: only the topology varies.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 import altair as alt
 import numpy as np
 
 from ... import breakeven as be
+from ... import links as _links
 from ...scenario import BASES, Scenario
 from .. import passes
 from .. import constants as C
@@ -45,9 +49,30 @@ class Cluster(Section):
     winner: dict
     break_even_GBps: list[dict]
     conclusions: list[str]
+    # the scenario's directed WAN links: {from, to, bandwidth_GBps, latency_ms, ring, mesh}
+    # (ring / mesh: whether that topology uses the link)
+    links: list[dict] = field(default_factory=list)
+    links_differ: bool = False
+    pacing: dict = field(default_factory=dict)  # [topology][variant] -> [from DC, to DC]
 
 
 KEY = Cluster.KEY
+
+
+def links_rows(sc: Scenario) -> list[dict]:
+    """Every directed link of the scenario in the report's units, with the topologies using it."""
+    ring = {(r["from"], r["to"]) for r in _links.table(sc.replace(topology=0.0)) if r["in_use"]}
+    return [{"from": r["from"], "to": r["to"], "bandwidth_GBps": r["bandwidth_Bps"] / 1e9,
+             "latency_ms": r["latency_s"] * 1e3, "ring": (r["from"], r["to"]) in ring, "mesh": True}
+            for r in _links.table(sc)]
+
+
+def pacing(sc: Scenario) -> dict:
+    """[topology][variant] -> [from, to]: the link that sets each variant's WAN pace."""
+    from ...metrics import pacing_links
+
+    return {t: {vid: list(pair) for vid, pair in pacing_links(sc.replace(topology=float(j))).items()}
+            for j, t in enumerate(C.TOPOLOGIES)}
 
 
 def _crossings(sc: Scenario, dcs: list[int]) -> list[dict]:
@@ -88,7 +113,8 @@ def compute(sc: Scenario, sw: passes.Sweeps) -> Cluster:
     crossings = _crossings(sc, dcs)
     cl = Cluster(dcs=dcs, topologies=list(C.TOPOLOGIES),
                  wan_GBps=float(sc.wan_Bps) / 1e9, latency_ms=float(sc.wan_latency_s) * 1e3,
-                 time_to_target_s=times, winner=winner, break_even_GBps=crossings, conclusions=[])
+                 time_to_target_s=times, winner=winner, break_even_GBps=crossings, conclusions=[],
+                 links=links_rows(sc), links_differ=_links.differ(sc), pacing=pacing(sc))
     return replace(cl, conclusions=conclusions(sc, cl))
 
 
@@ -107,10 +133,49 @@ def _runs(values: list, dcs: list[int]) -> list[tuple[object, int, int]]:
     return [tuple(r) for r in out]
 
 
-def conclusions(sc: Scenario, cl: Cluster) -> list[str]:
-    """Short sentences from the numbers: who wins along K on each topology, and how the pairs'
-    break-evens move from the smallest to the largest K."""
+def _link_name(pair) -> str:
+    return f"{pair[0]} to {pair[1]}"
+
+
+def _fmt_link(row: dict) -> str:
+    return (f"{row['bandwidth_GBps']:.3g} GB/s ({8 * row['bandwidth_GBps']:.3g} Gbit/s), "
+            f"{row['latency_ms']:.3g} ms")
+
+
+def links_words(sc: Scenario, cl: Cluster) -> list[str]:
+    """With links that differ: per topology, which link paces how many variants, and on a ring how
+    far that link can be raised before the next slowest link paces instead."""
+    if not cl.links_differ:
+        return []
+    rows = {(r["from"], r["to"]): r for r in cl.links}
     words = []
+    for topo in cl.topologies:
+        paced = cl.pacing.get(topo, {})
+        if not paced:
+            continue
+        counts: dict = {}
+        for pair in paced.values():
+            counts[tuple(pair)] = counts.get(tuple(pair), 0) + 1
+        top, n = max(counts.items(), key=lambda kv: kv[1])
+        text = (f"{topo.capitalize()}: the {_link_name(top)} link ({_fmt_link(rows[top])}) paces "
+                f"{n} of {len(paced)} variants")
+        others = [f"{_link_name(p)} {k}" for p, k in counts.items() if p != top]
+        text += (f" (others: {', '.join(others)})." if others else ".")
+        if topo == "ring":
+            ring = sorted((r for r in cl.links if r["ring"]), key=lambda r: r["bandwidth_GBps"])
+            if len(ring) > 1 and (ring[0]["from"], ring[0]["to"]) == top:
+                nxt = ring[1]
+                text += (f" A faster {_link_name(top)} link shortens the ring's WAN time only up to "
+                         f"{nxt['bandwidth_GBps']:.3g} GB/s ({8 * nxt['bandwidth_GBps']:.3g} "
+                         f"Gbit/s), where the {nxt['from']} to {nxt['to']} link paces instead.")
+        words.append(text)
+    return words
+
+
+def conclusions(sc: Scenario, cl: Cluster) -> list[str]:
+    """Short sentences from the numbers: who wins along K on each topology, how the pairs'
+    break-evens move from the smallest to the largest K, and which link paces the variants."""
+    words = links_words(sc, cl)
     for j, topo in enumerate(cl.topologies):
         for basis in BASES:
             runs = _runs([cl.winner[basis][i][j] for i in range(len(cl.dcs))], cl.dcs)
@@ -122,7 +187,10 @@ def conclusions(sc: Scenario, cl: Cluster) -> list[str]:
         for j, topo in enumerate(cl.topologies):
             first, last = e["GBps"][0][j], e["GBps"][-1][j]
             pair = f"{_short(sc, e['a'])} vs {_short(sc, e['b'])} ({e['basis']} basis, {topo})"
-            if first and last:
+            if first and len(cl.dcs) == 1:
+                words.append(f"{pair}: break-even {first[0]:.3g} GB/s ({8 * first[0]:.3g} Gb/s) "
+                             f"(the slowest link's) at K = {cl.dcs[0]}.")
+            elif first and last:
                 words.append(f"{pair}: break-even {first[0]:.3g} GB/s ({8 * first[0]:.3g} Gb/s) at "
                              f"K = {cl.dcs[0]}, {last[0]:.3g} GB/s ({8 * last[0]:.3g} Gb/s) at "
                              f"K = {cl.dcs[-1]}.")
@@ -140,16 +208,76 @@ def _fmt(xs) -> str:
     return ", ".join(f"{x:.3g}" for x in xs) if xs else "none"
 
 
+def links_caption(cl: Cluster) -> str:
+    """One sentence on the links: every link alike, or where the table below comes from."""
+    if not cl.links_differ:
+        return (f"Every directed WAN link {cl.wan_GBps:.3g} GB/s ({8 * cl.wan_GBps:.3g} Gbit/s), "
+                f"{cl.latency_ms:.3g} ms one-way latency.")
+    K = cl.dcs[0]
+    return (f"The scenario's {K} DCs and their directed WAN links (the ring runs in the order the "
+            f"DCs are listed; a mesh uses every link); K = {K} comes from the links table, so only "
+            "the topology varies here. Bandwidth in GB/s and Gbit/s, one-way latency in ms; "
+            "[free] budget unless the scenario names one.")
+
+
+def links_table(cl: Cluster) -> dict | None:
+    """The links as a table (columns with units), or None for equal links."""
+    if not cl.links_differ:
+        return None
+    paced = {}
+    for topo, by in cl.pacing.items():
+        for pair in by.values():
+            paced.setdefault(tuple(pair), set()).add(topo)
+    rows = [[r["from"], r["to"], f"{r['bandwidth_GBps']:.4g}", f"{8 * r['bandwidth_GBps']:.4g}",
+             f"{r['latency_ms']:.4g}", "yes" if r["ring"] else "no", "yes" if r["mesh"] else "no",
+             ", ".join(t for t in cl.topologies if t in paced.get((r["from"], r["to"]), ()))
+             or "-"]
+            for r in cl.links]
+    return {"columns": ["from", "to", "bandwidth (GB/s)", "bandwidth (Gbit/s)", "latency (ms)",
+                        "in use: ring", "in use: mesh", "paces (topology)"],
+            "rows": rows, "nowrap": [2, 3, 4], "caption": links_caption(cl)}
+
+
+def pacing_table(cl: Cluster, names: dict | None = None) -> dict | None:
+    """The link that paces each variant on each topology, or None for equal links."""
+    if not cl.links_differ or not cl.pacing:
+        return None
+    names = names or {}
+    ids = list(next(iter(cl.pacing.values())))
+    return {"columns": ["variant"] + [f"pacing link, {t}" for t in cl.topologies],
+            "rows": [[names.get(v, v)] + [_link_name(cl.pacing[t][v]) for t in cl.topologies]
+                     for v in ids],
+            "caption": "The link that sets each variant's WAN pace (docs/model.md section 15): a "
+                       "ring's slowest link, a mesh's pair that finishes last."}
+
+
+def links_markdown(cl: Cluster, names: dict | None = None) -> list[str]:
+    """The links as markdown lines: one sentence for equal links, else two tables."""
+    t = links_table(cl)
+    if t is None:
+        return [links_caption(cl)]
+    out = [t["caption"], "", "| " + " | ".join(t["columns"]) + " |",
+           "|" + "---|" * len(t["columns"])] + ["| " + " | ".join(r) + " |" for r in t["rows"]]
+    p = pacing_table(cl, names)
+    out += ["", "| " + " | ".join(p["columns"]) + " |", "|" + "---|" * len(p["columns"])]
+    out += ["| " + " | ".join(r) + " |" for r in p["rows"]]
+    return out
+
+
 def markdown(results: Results | dict) -> str:
     results = Results.of(results)
     cl = results.cluster
     if cl is None:
         return ""
     names = results.names()
-    out = ["## Your cluster", "",
-           f"K data centres, ring or mesh WAN, at the scenario's {cl.wan_GBps:g} GB/s "
-           f"({8 * cl.wan_GBps:g} Gb/s) per directed link and {cl.latency_ms:g} ms one-way "
-           "latency per hop; [free] budget unless the scenario names one.", "",
+    out = ["## Your cluster", ""]
+    if cl.links_differ:
+        out += [*links_markdown(cl, names), ""]
+    else:
+        out += [f"K data centres, ring or mesh WAN, at the scenario's {cl.wan_GBps:g} GB/s "
+                f"({8 * cl.wan_GBps:g} Gb/s) per directed link and {cl.latency_ms:g} ms one-way "
+                "latency per hop; [free] budget unless the scenario names one.", ""]
+    out += [
            "### Fastest to target (time in s)", "",
            "| K | " + " | ".join(f"{t}, {b}" for t in cl.topologies for b in BASES) + " |",
            "|---|" + "---|" * (len(cl.topologies) * len(BASES))]
@@ -237,13 +365,17 @@ def _cluster_words(cl: Cluster, basis: str) -> list[str]:
                 runs.append([w, k, k])
         t0, t1 = (cl.time_to_target_s[basis][w][i][j] if w else None
                   for w, i in ((winners[0], 0), (winners[-1], -1)))
-        times = f" ({fmt_s(t0)} at K = {k0}, {fmt_s(t1)} at K = {k1})" if t0 and t1 else ""
+        times = (("" if not (t0 and t1) else f" ({fmt_s(t0)})" if k0 == k1
+                  else f" ({fmt_s(t0)} at K = {k0}, {fmt_s(t1)} at K = {k1})"))
         words.append(f"{topo.capitalize()}: " + "; ".join(
             f"{short(w) if w else 'none'} first at K = {a}" + (f" to {b}" if b != a else "")
             for w, a, b in runs) + times + ".")
         for e in _cluster_entries(cl, basis):
             first, last = e["GBps"][0][j], e["GBps"][-1][j]
-            if e["b"] in winners and first and last:
+            if e["b"] in winners and first and len(cl.dcs) == 1:
+                words.append(f"{topo.capitalize()}: {short(e['a'])} and {short(e['b'])} break even "
+                             f"at {fmt_GBps(first[0])} on the slowest link at K = {k0}.")
+            elif e["b"] in winners and first and last:
                 words.append(f"{topo.capitalize()}: {short(e['a'])} and {short(e['b'])} break even "
                              f"at {fmt_GBps(first[0])} at K = {k0}, {fmt_GBps(last[0])} at K = {k1}.")
     return words
@@ -260,13 +392,20 @@ def cluster_view(sc: Scenario, results: Results | dict | None) -> View:
     times, winners = _cluster_rows(sc, cl)
     rows = _cluster_break_even_rows(cl)
     view.data = {"times": times, "winners": winners, "break_evens": rows, "dcs": list(cl.dcs),
-                 "topologies": list(cl.topologies), "wan_GBps": _num(cl.wan_GBps)}
+                 "topologies": list(cl.topologies), "wan_GBps": _num(cl.wan_GBps),
+                 "links": [dict(r) for r in cl.links], "links_differ": cl.links_differ,
+                 "pacing": cl.pacing}
     view.table = _cluster_table(sc, cl)
+    for sentence in links_words(sc, cl):
+        view.say(sentence)
     _conclude_by_basis(view, sc, {b: _cluster_words(cl, b) for b in BASES})
     lat = float(cl.latency_ms)
+    where = (f"On the scenario's links (the slowest {fmt_GBps(cl.wan_GBps)}, the longest "
+             f"{lat:g} ms one-way; the table below)" if cl.links_differ else
+             f"At the scenario's {fmt_GBps(cl.wan_GBps)} on every directed WAN link and "
+             f"{lat:g} ms one-way latency per hop")
     view.assumptions = [
-        f"At the scenario's {fmt_GBps(cl.wan_GBps)} on every directed WAN link and "
-        f"{lat:g} ms one-way latency per hop, {setting_text(sc)}: the ENOB and budget controls "
+        f"{where}, {setting_text(sc)}: the ENOB and budget controls "
         "do not move this section, the basis control does.",
         "K data centres of the scenario's workers each; a ring has K directed WAN links, a mesh "
         "K(K-1); at K = 2 both are the study's two directions (docs/model.md section 13).",
@@ -275,7 +414,37 @@ def cluster_view(sc: Scenario, results: Results | dict | None) -> View:
         f"searched in {g3(BANDWIDTH_RANGE_GBps[0])} to {g3(BANDWIDTH_RANGE_GBps[1])} GB/s; a K "
         "without a point has none in that range.",
     ]
+    if cl.links_differ:
+        view.assumptions.append(
+            f"K = {cl.dcs[0]} comes from the links table; a break-even is the slowest link's "
+            "bandwidth, every link scaled in proportion (docs/model.md section 15).")
+    else:
+        view.assumptions.append(links_caption(cl))
     return view
+
+
+def extra_tables(view: View) -> list[tuple[str, dict]]:
+    """The links table and the pacing links, for links that differ (see :func:`links_table`)."""
+    d = view.data
+    if not d.get("links_differ"):
+        return []
+    cl = _from_view(d)
+    return [("The WAN's links", links_table(cl)), ("The link that paces each variant",
+                                                   pacing_table(cl, {v: short_or(v) for v in
+                                                                     next(iter(cl.pacing.values()))}))]
+
+
+def short_or(vid: str) -> str:
+    try:
+        return short(vid)
+    except (KeyError, ValueError):
+        return vid
+
+
+def _from_view(d: dict) -> Cluster:
+    return Cluster(dcs=d["dcs"], topologies=d["topologies"], wan_GBps=d["wan_GBps"], latency_ms=0.0,
+                   time_to_target_s={}, winner={}, break_even_GBps=[], conclusions=[],
+                   links=d["links"], links_differ=d["links_differ"], pacing=d["pacing"])
 
 
 def _cluster_table(sc: Scenario, cl: Cluster) -> dict:
