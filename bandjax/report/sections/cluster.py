@@ -418,8 +418,6 @@ def cluster_view(sc: Scenario, results: Results | dict | None) -> View:
         view.assumptions.append(
             f"K = {cl.dcs[0]} comes from the links table; a break-even is the slowest link's "
             "bandwidth, every link scaled in proportion (docs/model.md section 15).")
-    else:
-        view.assumptions.append(links_caption(cl))
     return view
 
 
