@@ -73,6 +73,8 @@ def test_report_and_explore_exit_0_with_the_links(built):
     sw = built["results"]["shared_wan"]
     assert sw["approx_step_ms"] is None and "links differ" in sw["approx_left_out"]
     assert "The queueing approximation is left out" in built["md"]
+    # the bandwidth each method needs is the slowest link's
+    assert "the slowest link's, every link scaled in proportion" in built["results"]["need"]["assumptions"][0]
 
 
 def test_results_with_links_follow_the_schema(built):

@@ -24,6 +24,7 @@ import altair as alt
 import numpy as np
 
 from ...grid import sweep
+from ...links import differ
 from ...need import CAPS, STATUS_MEANINGS, required_bandwidth
 from ...scenario import Scenario
 from ...variants import METHODS, Variant
@@ -122,7 +123,8 @@ def build(sc: Scenario, ctx: dict) -> Need:
                 variants=variants, required_GBps=required, status=stat, cap=capped,
                 bandwidth_GBps=[_num(g) for g in grid], compute_utilisation=curve,
                 utilisation_at_wan=at)
-    return Need(**part, assumptions=assumptions(part), conclusions=conclusions(part))
+    return Need(**part, assumptions=assumptions(part, links_differ=differ(sc)),
+                conclusions=conclusions(part))
 
 
 def _whole(x: float):
@@ -209,13 +211,17 @@ def conclusions(r: dict) -> list[str]:
     return words
 
 
-def assumptions(r: dict) -> list[str]:
+def assumptions(r: dict, links_differ: bool = False) -> list[str]:
+    """The section's assumptions; ``links_differ``: the scenario's WAN links differ (the bandwidth
+    is then the slowest link's, every link scaled in proportion: docs/model.md section 15)."""
+    links = ("the slowest link's, every link scaled in proportion (the scenario's links differ)"
+             if links_differ else "equal links")
     v = r["variants"]
     delayed = [f"{x['short']} (tau = {x['delay']} step{'s' if x['delay'] > 1 else ''})"
                for x in v.values() if x["delay"] > 0]
     out = [
         f"Bandwidth per directed WAN link, searched in {Gbps_text(r['range_GBps'][0])} to "
-        f"{Gbps_text(r['range_GBps'][1])}, equal links; at the scenario's {r['setting']} (the "
+        f"{Gbps_text(r['range_GBps'][1])}, {links}; at the scenario's {r['setting']} (the "
         "page's controls do not move this section).",
         "Compute utilisation = GPU compute / step time, with each sync every H steps, split "
         "into F fragments and hidden behind (f + tau) steps of compute (docs/model.md section 14).",
