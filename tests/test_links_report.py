@@ -74,14 +74,16 @@ def test_report_and_explore_exit_0_with_the_links(built):
     assert sw["approx_step_ms"] is None and "links differ" in sw["approx_left_out"]
     assert "The queueing approximation is left out" in built["md"]
     # the bandwidth each method needs is the slowest link's
-    assert "the slowest link's, every link scaled in proportion" in built["results"]["need"]["assumptions"][0]
+    need = built["results"]["need"]["assumptions"][0]
+    assert "the slowest link's, every link scaled in proportion" in need
 
 
 def test_results_with_links_follow_the_schema(built):
     import jsonschema
     from importlib import resources
 
-    schema = json.loads(resources.files("bandjax.report").joinpath("results.schema.json").read_text())
+    text = resources.files("bandjax.report").joinpath("results.schema.json").read_text()
+    schema = json.loads(text)
     jsonschema.validate(built["results"], schema)
 
 

@@ -71,7 +71,8 @@ def pacing(sc: Scenario) -> dict:
     """[topology][variant] -> [from, to]: the link that sets each variant's WAN pace."""
     from ...metrics import pacing_links
 
-    return {t: {vid: list(pair) for vid, pair in pacing_links(sc.replace(topology=float(j))).items()}
+    return {t: {vid: list(pair)
+                for vid, pair in pacing_links(sc.replace(topology=float(j))).items()}
             for j, t in enumerate(C.TOPOLOGIES)}
 
 
@@ -82,7 +83,8 @@ def _crossings(sc: Scenario, dcs: list[int]) -> list[dict]:
     topo = np.arange(len(C.TOPOLOGIES), dtype=float)
     over_K = ({} if sc.links is not None
               else {"dcs": np.asarray(dcs, dtype=float)[:, None, None]})
-    grid = sc.replace(**over_K, topology=np.broadcast_to(topo[None, :, None], (len(dcs), len(topo), 1)))
+    topology = np.broadcast_to(topo[None, :, None], (len(dcs), len(topo), 1))
+    grid = sc.replace(**over_K, topology=topology)
     ia = np.array([sc.ids.index(a) for a, _, _ in ps])
     ib = np.array([sc.ids.index(b) for _, b, _ in ps])
     na = np.array([sc.steps_of(a, float(sc.enob), basis) for a, _, basis in ps])
@@ -165,8 +167,8 @@ def links_words(sc: Scenario, cl: Cluster) -> list[str]:
             ring = sorted((r for r in cl.links if r["ring"]), key=lambda r: r["bandwidth_GBps"])
             if len(ring) > 1 and (ring[0]["from"], ring[0]["to"]) == top:
                 nxt = ring[1]
-                text += (f" A faster {_link_name(top)} link shortens the ring's WAN time only up to "
-                         f"{nxt['bandwidth_GBps']:.3g} GB/s ({8 * nxt['bandwidth_GBps']:.3g} "
+                text += (f" A faster {_link_name(top)} link shortens the ring's WAN time only up "
+                         f"to {nxt['bandwidth_GBps']:.3g} GB/s ({8 * nxt['bandwidth_GBps']:.3g} "
                          f"Gbit/s), where the {nxt['from']} to {nxt['to']} link paces instead.")
         words.append(text)
     return words
@@ -427,9 +429,9 @@ def extra_tables(view: View) -> list[tuple[str, dict]]:
     if not d.get("links_differ"):
         return []
     cl = _from_view(d)
-    return [("The WAN's links", links_table(cl)), ("The link that paces each variant",
-                                                   pacing_table(cl, {v: short_or(v) for v in
-                                                                     next(iter(cl.pacing.values()))}))]
+    names = {v: short_or(v) for v in next(iter(cl.pacing.values()))}
+    return [("The WAN's links", links_table(cl)),
+            ("The link that paces each variant", pacing_table(cl, names))]
 
 
 def short_or(vid: str) -> str:

@@ -231,8 +231,8 @@ def markdown(results: Results | dict) -> str:
         return ""
     loads = r.loads
     approx = r.approx_step_ms is not None
-    head = " | ".join(f"load {x:g}: seed 0 / mean [95% CI] / growth" + (" / approx." if approx else "")
-                      for x in loads)
+    cols = "seed 0 / mean [95% CI] / growth" + (" / approx." if approx else "")
+    head = " | ".join(f"load {x:g}: {cols}" for x in loads)
     K, topology = r.dcs, r.topology
     lines = [
         "## Shared WAN (event engine)",
