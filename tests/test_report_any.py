@@ -41,8 +41,9 @@ latency = "40 ms"
 """
 
 REPORT_BOUND_S = 240.0
-"""docs/results.md ("Any scenario"): a report with the shared-WAN engine's budget at 10 s takes at
-most four minutes on two cores; the test's examples run the same way."""
+"""docs/cli.md ("report"): a report with the shared-WAN engine's budget at 10 s takes at most four
+minutes on two cores. Checked as the CPU time of this process (the tests run the engine inline),
+which other work on a shared machine does not stretch as it does the wall time."""
 
 
 def _dc4() -> bandjax.Scenario:
@@ -190,8 +191,8 @@ def _check_report(out, started: float) -> dict:
     """results.json of a report folder: valid, every section present or explained."""
     import bandjax.report as report
 
-    elapsed = time.monotonic() - started
-    assert elapsed <= REPORT_BOUND_S, f"{elapsed:.0f} s"
+    used = time.process_time() - started
+    assert used <= REPORT_BOUND_S, f"{used:.0f} s of CPU time"
     results = json.loads((out / "results.json").read_text())
     jsonschema.validate(results, SCHEMA)
     explained = results.get("explained", {})
@@ -211,7 +212,7 @@ def test_dc4_report_and_page(tmp_path, capsys):
     every section present or explained; the engine's runs sized to a 10 s budget."""
     path = tmp_path / "dc4.toml"
     path.write_text(DC4)
-    started = time.monotonic()
+    started = time.process_time()
     assert cli.main(["report", "--scenario", str(path), "--out", str(tmp_path / "rep"),
                      "--quiet", "--engine-budget-s", "10"]) == 0, capsys.readouterr().err
     results = _check_report(tmp_path / "rep", started)
@@ -267,7 +268,7 @@ def test_any_valid_scenario_gets_its_report(sc, tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("any")
     save(sc, tmp / "sc.toml")
-    started = time.monotonic()
+    started = time.process_time()
     code = cli.main(["report", "--scenario", str(tmp / "sc.toml"), "--out", str(tmp / "rep"),
                      "--quiet", "--engine-budget-s", "10"])
     assert code == 0
