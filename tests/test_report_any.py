@@ -79,6 +79,10 @@ def test_sizing_fits_the_budget_and_says_what_it_costs():
     whole = shared_wan.size_runs(ref, list(ref.ids), [0.0, 0.5, 0.9], 8, 400, 60.0, 2)
     assert (whole["steps"], whole["seeds"], whole["message_B"], whole["notes"]) == (400, 8, 1e6, [])
     assert whole["approx_loads"] == []
+    # a run is whole rounds of H, at least one (fewer steps than H would never sync)
+    rounds = shared_wan.size_runs(ref.replace(sync_every_H=150.0), list(ref.ids), [0.0, 0.5],
+                                  8, 400, 60.0, 2)
+    assert rounds["steps"] == 300 and "Runs of whole rounds of H = 150 steps" in rounds["notes"][0]
 
 
 def test_a_load_that_cannot_fit_is_the_approximations_alone():
@@ -274,3 +278,5 @@ def test_any_valid_scenario_gets_its_report(sc, tmp_path_factory):
     assert code == 0
     results = _check_report(tmp / "rep", started)
     assert "mine" in results["step_ms"]
+    # every section is computed: none is explained as not computable
+    assert [k for k, e in results.get("explained", {}).items() if e["status"] == "failed"] == []

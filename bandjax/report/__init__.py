@@ -196,7 +196,8 @@ def check_out(out: str | Path) -> Path:
 
 def _report_size_hook(ctx: dict) -> None:
     if os.environ.get(_TEST_HOOK) == "small":
-        ctx["shared_wan"] = {"seeds": 2, "steps": 20, "scheduler": "inline", "progress": False}
+        ctx["shared_wan"] = {**ctx.get("shared_wan", {}), "seeds": 2, "steps": 20,
+                             "scheduler": "inline", "progress": False}
 
 
 def write(out: str | Path, scenario: Scenario | None = None, *,

@@ -183,8 +183,10 @@ def size_runs(scenario: Scenario, ids, loads, seeds: int, steps: int, budget_s: 
     def whole(n):  # whole rounds of H where a round fits in n
         return n // H * H if n >= H else max(n, 1)
 
-    want_seeds, want_steps = int(seeds), int(steps)
-    least_seeds, least_steps = min(2, want_seeds), whole(min(H, want_steps))
+    asked_steps = int(steps)
+    # whole rounds of H, at least one: fewer steps than H would never sync
+    want_seeds, want_steps = int(seeds), max(H, asked_steps // H * H)
+    least_seeds, least_steps = min(2, want_seeds), H
     kept = [float(x) for x in loads]
     dropped = []
     while kept and not fits(kept, least_seeds, least_steps):
@@ -219,6 +221,9 @@ def size_runs(scenario: Scenario, ids, loads, seeds: int, steps: int, budget_s: 
     if m > m0:
         notes.append(f"The sync's WAN messages ran at {_mb(m)} instead of the scenario's "
                      f"{_mb(m0)}, so that a sync is at most {MAX_MESSAGES} messages a link.")
+    if want_steps != asked_steps:
+        notes.append(f"Runs of whole rounds of H = {H} steps: {want_steps} steps wanted instead "
+                     f"of {asked_steps}.")
     if kept and (chosen_steps, chosen_seeds) != (want_steps, want_seeds):
         notes.append(f"Runs of {chosen_steps} steps x {chosen_seeds} seeds instead of "
                      f"{want_steps} x {want_seeds}, to fit the budget of {float(budget_s):g} s "
@@ -231,7 +236,7 @@ def size_runs(scenario: Scenario, ids, loads, seeds: int, steps: int, budget_s: 
                      f"{float(scenario.wan_Bps) / 1e9:g} GB/s a link), so the queueing "
                      "approximation stands alone there.")
     return {"message_B": m, "scenario_message_B": m0, "steps": chosen_steps,
-            "seeds": chosen_seeds, "steps_wanted": want_steps, "seeds_wanted": want_seeds,
+            "seeds": chosen_seeds, "steps_wanted": asked_steps, "seeds_wanted": want_seeds,
             "loads": kept, "approx_loads": sorted(dropped), "budget_s": float(budget_s),
             "workers": max(int(workers), 1), "estimated_s": t / max(int(workers), 1),
             "events": e, "max_sim_s": max(MAX_SIM_S, 4 * sim), "notes": notes}
@@ -362,7 +367,7 @@ def build(scenario: Scenario, ctx: dict) -> SharedWan:
                 variant=vid, seed=0, load=x))
             err = abs(approx_m[j, at] / m - 1)
             worst = err if worst is None else max(worst, err)
-            if math.isfinite(lo) and m > 0:
+            if x > 0 and math.isfinite(lo) and m > 0:  # load 0 is deterministic
                 widest = max(widest or 0.0, (hi - lo) / 2 / m)
     out["approx_max_rel_err"] = worst
     if widest is not None:
