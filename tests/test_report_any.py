@@ -103,7 +103,7 @@ def test_a_load_that_cannot_fit_is_the_approximations_alone():
     md = shared_wan.markdown({"shared_wan": d})
     assert "n/a (approximation only)" in md and "the queueing approximation stands alone" in md
     view = shared_wan.shared_wan_view(sc, Results.of({"shared_wan": d}))
-    assert any("Sized to the budget" in a for a in view.assumptions)
+    assert any("The engine's runs, sized to its budget: " in a for a in view.assumptions)
     assert any("approximation" in c for row in view.table["rows"] for c in row[1:])
 
 
@@ -227,7 +227,7 @@ def test_dc4_report_and_page(tmp_path, capsys):
         for j, x in enumerate(sw["loads"]):
             if means[j] is not None and x > 0:  # other jobs' traffic only slows the step
                 assert means[j] >= sw["mean_step_ms"][vid][0] * (1 - 1e-9)
-    assert "Sized to the budget" in (tmp_path / "rep" / "results.md").read_text()
+    assert "The engine's runs, sized to its budget: " in (tmp_path / "rep" / "results.md").read_text()
     assert cli.main(["explore", "--scenario", str(path), "--out", str(tmp_path / "page"),
                      "--skip", "uncertainty", "--engine-budget-s", "5"]) == 0
     page = (tmp_path / "page" / "explorer.html").read_text()

@@ -463,7 +463,7 @@ def markdown(results: Results | dict) -> str:
                          f"x{r.growth[vid][j]:.2f} / {approx}")
         lines.append(f"| {shorts.get(vid, vid)} | " + " | ".join(cells) + " |")
     if sizing.get("notes"):
-        lines += ["", "Sized to the budget: " + " ".join(sizing["notes"])]
+        lines += ["", "The engine's runs, sized to its budget: " + " ".join(sizing["notes"])]
     measured = r.approx_accuracy_by_cluster
     if measured and all(m["accuracy"] is not None for m in measured):
         lines += ["", "The approximation's worst error against the engine's mean (every variant, "
@@ -576,7 +576,8 @@ def shared_wan_view(sc: Scenario, results: Results | dict | None) -> View:
         "1 MB each); the sync's bytes left (both directions) in MB (1e6 bytes).",
     ]
     if sw.sizing and sw.sizing.get("notes"):
-        view.assumptions.append("Sized to the budget: " + " ".join(sw.sizing["notes"]))
+        view.assumptions.append("The engine's runs, sized to its budget: "
+                                + " ".join(sw.sizing["notes"]))
     if approx:
         acc = sw.approx_accuracy
         view.assumptions.append(
