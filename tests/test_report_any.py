@@ -227,7 +227,8 @@ def test_dc4_report_and_page(tmp_path, capsys):
         for j, x in enumerate(sw["loads"]):
             if means[j] is not None and x > 0:  # other jobs' traffic only slows the step
                 assert means[j] >= sw["mean_step_ms"][vid][0] * (1 - 1e-9)
-    assert "The engine's runs, sized to its budget: " in (tmp_path / "rep" / "results.md").read_text()
+    md = (tmp_path / "rep" / "results.md").read_text()
+    assert "The engine's runs, sized to its budget: " in md
     assert cli.main(["explore", "--scenario", str(path), "--out", str(tmp_path / "page"),
                      "--skip", "uncertainty", "--engine-budget-s", "5"]) == 0
     page = (tmp_path / "page" / "explorer.html").read_text()
