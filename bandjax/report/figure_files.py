@@ -54,7 +54,11 @@ def build(scenario: Scenario, ctx: dict) -> Figures:
     entries = []
     items = list(charts(views, scenario).items())
     for fid, (key, chart, data) in tqdm(items, desc="figures", unit="figure", leave=False):
-        svg, png = render(to_spec(chart, data))
+        try:
+            svg, png = render(to_spec(chart, data))
+        except Exception as e:  # noqa: BLE001 - the section's words say so
+            by[key].missing.append(f"The figure {fid} could not be drawn: {type(e).__name__}: {e}")
+            continue
         atomic_write_bytes(folder / f"{fid}.svg", svg)
         atomic_write_bytes(folder / f"{fid}.png", png)
         entries.append({"id": fid, "section": key, "title": by[key].title,
