@@ -43,7 +43,7 @@ def _sections_args(p) -> None:
     """``--sections``, ``--skip`` and ``--engine-budget-s`` (report and explore)."""
     p.add_argument("--sections", nargs="+", metavar="KEY",
                    help="compute only these report sections (keys: core breakeven cluster "
-                        "shared_wan uncertainty headline figures); the others are said to be "
+                        "shared_wan uncertainty need headline figures); the others are said to be "
                         "left out in their place")
     p.add_argument("--skip", nargs="+", metavar="KEY", default=[],
                    help="leave these report sections out (said in their place)")
