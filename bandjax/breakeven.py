@@ -214,10 +214,17 @@ def bandwidth_kinks_Bps(sc: Scenario) -> tuple:
     wan = parts[_WAN]  # one fragment's WAN bytes term at the scenario's own bandwidth
     window = window_s(c, col(sc.overlap_fraction), m.delay)
     kinks = [_positive_ratio(wan * col(sc.wan_Bps), window - (comm - wan))]
-    links = getattr(sc, "links", None)  # per-link values (docs/model.md section 15)
-    if links is not None and not getattr(links, "equal", False):
+    links = _mesh_links(sc)
+    if links is not None:
         kinks += _mesh_kinks_Bps(sc, links, m, comm - wan - parts[_WAN + 1], window)
     return tuple(kinks)
+
+
+def _mesh_links(sc: Scenario):
+    """The scenario's per-link table where its links differ (docs/model.md section 15), else None
+    (equal links: one kink per variant)."""
+    links = getattr(sc, "links", None)
+    return None if links is None or getattr(links, "equal", False) else links
 
 
 def _mesh_kinks_Bps(sc: Scenario, links, m, rest, window) -> list:
@@ -283,7 +290,10 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
     # so nothing infinite enters the residual or its derivatives.
     ratio = jnp.where(measured, steps_a, 1.0) / jnp.where(measured, steps_b, 1.0)
     theta = (ratio, c, _pick(Q, ia), _pick(V, ia), _pick(Q, ib), _pick(V, ib))
-    kinks = bandwidth_kinks_Bps(sc)
+    # each variant's kink, B* = V / (-Q) (:func:`bandwidth_kinks_Bps`, from the same Q and V)
+    kinks = [_positive_ratio(V, -Q)]
+    if _mesh_links(sc) is not None:
+        kinks += bandwidth_kinks_Bps(sc)[1:]
     extra = [_pick(jnp.broadcast_to(k, comm.shape), i) for k in kinks for i in (ia, ib)]
     c = _roots.find_crossings(_bandwidth_residual, theta, lo_Bps, hi_Bps, grid=grid,
                               max_roots=max_roots, implicit=implicit, extra=extra)

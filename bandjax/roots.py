@@ -166,14 +166,15 @@ def find_crossings(residual: Callable, theta, lo, hi, *, grid: int = 32,
         return jnp.where(k >= grid - 1, u_hi, u_lo + (k / (grid - 1)) * (u_hi - u_lo))
 
     u_grid = u_at(jnp.arange(grid, dtype=float)[:, None])  # (grid, size) or (grid, 1)
-    if extra:
-        # The extra points join the grid, sorted; one outside the open range becomes a copy of
+    m = len(extra)
+    if m:
+        # The extra points join the grid, in order; one outside the open range becomes a copy of
         # lo (a cell of length 0 brackets nothing).
         e = jnp.stack([flat(v) for v in extra])  # (m, size)
         ok = jnp.isfinite(e) & (e > 0)
         u_e = jnp.log(jnp.where(ok, e, 1.0))
         u_e = jnp.where(ok & (u_e > u_lo) & (u_e < u_hi), u_e, u_lo)
-        u_pts = jnp.sort(jnp.concatenate([jnp.broadcast_to(u_grid, (grid, size)), u_e]), axis=0)
+        u_pts = _merge(u_grid, u_e)
     else:
         u_pts = u_grid
     n = u_pts.shape[0]
@@ -185,15 +186,21 @@ def find_crossings(residual: Callable, theta, lo, hi, *, grid: int = 32,
     at_cell = lambda row, kk: jnp.sum(jnp.where(cells == kk, row, 0.0), axis=0)  # noqa: E731
     at_point = lambda row, kk: jnp.sum(jnp.where(points == kk, row, 0.0), axis=0)  # noqa: E731
 
-    # Ties: runs of cells with |r| <= tie_rtol at both ends, longer than TIE_MIN_LENGTH.
+    # Ties: runs of cells with |r| <= tie_rtol at both ends, longer than TIE_MIN_LENGTH. A cell of
+    # (nearly) length 0 (a point given twice) joins a tie only next to one of positive length:
+    # alone it is a crossing on that point. Such cells come from the extra points, so at most m
+    # follow one another.
     no = jnp.zeros((1, size), bool)
+    below = lambda v: jnp.concatenate([v, no])  # noqa: E731  (cell k -> point k)
+    above = lambda v: jnp.concatenate([no, v])  # noqa: E731  (cell k -> point k + 1)
     zero = jnp.abs(g) <= tie_rtol  # False where NaN
     seg = zero[:-1] & zero[1:]
-    u_start = jax.lax.cummax(jnp.where(seg & ~jnp.concatenate([no, seg[:-1]]), u_full[:-1], -jnp.inf), axis=0)
-    u_end = jax.lax.cummin(jnp.where(seg & ~jnp.concatenate([seg[1:], no]), u_full[1:], jnp.inf), axis=0,
-                           reverse=True)
-    tie_seg = seg & (jax.lax.stop_gradient(u_end - u_start) > TIE_MIN_LENGTH)
-    tie_pt = jnp.concatenate([tie_seg, no]) | jnp.concatenate([no, tie_seg])
+    longer = (u_sg[1:] - u_sg[:-1]) > TIE_MIN_LENGTH
+    tie_pt = below(seg & longer) | above(seg & longer)
+    for _ in range(m):
+        joined = seg & ~longer & (tie_pt[:-1] | tie_pt[1:])
+        tie_pt = tie_pt | below(joined) | above(joined)
+    tie_seg = seg & tie_pt[:-1] & tie_pt[1:]
     tie_first = tie_seg & ~jnp.concatenate([no, tie_seg[:-1]])
     tie_last = tie_seg & ~jnp.concatenate([tie_seg[1:], no])
     tie_count = jnp.sum(tie_first, axis=0)
@@ -245,21 +252,29 @@ def find_crossings(residual: Callable, theta, lo, hi, *, grid: int = 32,
         u_out = jnp.where(found, u_star, jnp.nan)
 
     # Tie intervals: their ends are bracket points (differentiable through ``extra``), and the
-    # sign of r at the points just outside them.
-    t0, t1 = firsts(tie_first), firsts(tie_last)
-    has_tie = t0 < n
-    t0, t1 = jnp.where(has_tie, t0, 0), jnp.where(has_tie, t1, 0)
-    # (the range's own ends where a tie reaches them, rather than exp(log(lo)))
-    tie_lo = jnp.where(t0 == 0, flat(lo), jnp.exp(jnp.stack([at_cell(u_full[:-1], kk) for kk in t0])))
-    tie_hi = jnp.where(t1 == n - 2, flat(hi), jnp.exp(jnp.stack([at_cell(u_full[1:], kk) for kk in t1])))
-    tie_lo, tie_hi = jnp.where(has_tie, tie_lo, jnp.nan), jnp.where(has_tie, tie_hi, jnp.nan)
+    # sign of r at the points just outside them. Only computed where some point has one.
+    def tie_ends(_):
+        t0, t1 = firsts(tie_first), firsts(tie_last)
+        has_tie = t0 < n
+        t0, t1 = jnp.where(has_tie, t0, 0), jnp.where(has_tie, t1, 0)
+        # (the range's own ends where a tie reaches them, rather than exp(log(lo)))
+        lo_ = jnp.where(t0 == 0, flat(lo), jnp.exp(jnp.stack([at_cell(u_full[:-1], kk) for kk in t0])))
+        hi_ = jnp.where(t1 == n - 2, flat(hi), jnp.exp(jnp.stack([at_cell(u_full[1:], kk) for kk in t1])))
 
-    def side(kk):  # the sign of r at point kk: 0 outside the range or where r is NaN
-        v = jnp.stack([at_point(g, p) for p in kk])
-        inside = has_tie & (kk >= 0) & (kk < n)
-        return jnp.where(inside & (v < 0), -1, jnp.where(inside & (v > 0), 1, 0)).astype(jnp.int8)
+        def side(kk):  # the sign of r at point kk: 0 outside the range or where r is NaN
+            v = jnp.stack([at_point(g, p) for p in kk])
+            inside = has_tie & (kk >= 0) & (kk < n)
+            return jnp.where(inside & (v < 0), -1, jnp.where(inside & (v > 0), 1, 0)).astype(jnp.int8)
 
-    tie_below, tie_above = side(t0 - 1), side(t1 + 2)
+        return (jnp.where(has_tie, lo_, jnp.nan), jnp.where(has_tie, hi_, jnp.nan),
+                side(t0 - 1), side(t1 + 2))
+
+    def no_ties(_):
+        nan = jnp.full((max_roots, size), jnp.nan, dtype=u_full.dtype)
+        zero_side = jnp.zeros((max_roots, size), jnp.int8)
+        return nan, nan, zero_side, zero_side
+
+    tie_lo, tie_hi, tie_below, tie_above = jax.lax.cond(jnp.any(tie_count > 0), tie_ends, no_ties, None)
 
     a_wins_below = found & (ga < 0)
     status = jnp.select(
@@ -279,6 +294,30 @@ def find_crossings(residual: Callable, theta, lo, hi, *, grid: int = 32,
         tie_below=per_root(tie_below),
         tie_above=per_root(tie_above),
     )
+
+
+def _merge(u_grid, u_e):
+    """The grid's points (grid, size or 1), ascending, and the extra points (m, size), merged in
+    ascending order: (grid + m, size). By rank, with selects (no sort: m is small)."""
+    m, size = u_e.shape
+    grid = u_grid.shape[0]
+    if m == 1:
+        e = u_e
+    elif m == 2:
+        e = jnp.stack([jnp.minimum(u_e[0], u_e[1]), jnp.maximum(u_e[0], u_e[1])])
+    else:
+        e = jnp.sort(u_e, axis=0)
+    # rank of extra j among all points: j + the grid points strictly below it
+    pos = jnp.arange(m)[:, None] + jnp.sum(u_grid[:, None, :] < e[None], axis=0)  # (m, size)
+    r = jnp.arange(grid + m)[:, None]
+    before = sum((pos[j][None] < r).astype(int) for j in range(m))  # extras below point r
+    # point r is grid point r - before where no extra sits at r
+    shifted = [jnp.concatenate([jnp.repeat(u_grid[:1], c, axis=0), u_grid,
+                                jnp.repeat(u_grid[-1:], m - c, axis=0)]) for c in range(m + 1)]
+    out = sum(jnp.where(before == c, shifted[c], 0.0) for c in range(m + 1))
+    for j in range(m):
+        out = jnp.where(pos[j][None] == r, e[j][None], out)
+    return jnp.broadcast_to(out, (grid + m, size))
 
 
 def _refine(f, theta, a, b, ga, gb, active, unrolled=UNROLLED):
