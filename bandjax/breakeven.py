@@ -294,7 +294,7 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
     kinks = [_positive_ratio(V, -Q)]
     if _mesh_links(sc) is not None:
         kinks += bandwidth_kinks_Bps(sc)[1:]
-    extra = [_pick(jnp.broadcast_to(k, comm.shape), i) for k in kinks for i in (ia, ib)]
+    extra = [_pick(k, i) for k in kinks for i in (ia, ib)]
     c = _roots.find_crossings(_bandwidth_residual, theta, lo_Bps, hi_Bps, grid=grid,
                               max_roots=max_roots, implicit=implicit, extra=extra)
     return _set_aside(c, steps_a, steps_b)
