@@ -291,10 +291,9 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
     ratio = jnp.where(measured, steps_a, 1.0) / jnp.where(measured, steps_b, 1.0)
     theta = (ratio, c, _pick(Q, ia), _pick(V, ia), _pick(Q, ib), _pick(V, ib))
     # each variant's kink, B* = V / (-Q) (:func:`bandwidth_kinks_Bps`, from the same Q and V)
-    kinks = [_positive_ratio(V, -Q)]
+    extra = [_positive_ratio(theta[3], -theta[2]), _positive_ratio(theta[5], -theta[4])]
     if _mesh_links(sc) is not None:
-        kinks += bandwidth_kinks_Bps(sc)[1:]
-    extra = [_pick(k, i) for k in kinks for i in (ia, ib)]
+        extra += [_pick(k, i) for k in bandwidth_kinks_Bps(sc)[1:] for i in (ia, ib)]
     c = _roots.find_crossings(_bandwidth_residual, theta, lo_Bps, hi_Bps, grid=grid,
                               max_roots=max_roots, implicit=implicit, extra=extra)
     return _set_aside(c, steps_a, steps_b)

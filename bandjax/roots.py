@@ -173,8 +173,12 @@ def find_crossings(residual: Callable, theta, lo, hi, *, grid: int = 32,
         e = jnp.stack([flat(v) for v in extra])  # (m, size)
         ok = jnp.isfinite(e) & (e > 0)
         u_e = jnp.log(jnp.where(ok, e, 1.0))
-        u_e = jnp.where(ok & (u_e > u_lo) & (u_e < u_hi), u_e, u_lo)
-        u_pts = _merge(u_grid, u_e)
+        inside = ok & (u_e > u_lo) & (u_e < u_hi)
+        u_e = jnp.where(inside, u_e, u_lo)
+        # (where none is inside the range anywhere, they are all copies of lo: put them first)
+        first = lambda _: jnp.concatenate([jnp.broadcast_to(u_lo, (m, size)),  # noqa: E731
+                                           jnp.broadcast_to(u_grid, (grid, size))])
+        u_pts = jax.lax.cond(jnp.any(inside), lambda _: _merge(u_grid, u_e), first, None)
     else:
         u_pts = u_grid
     n = u_pts.shape[0]
@@ -195,11 +199,17 @@ def find_crossings(residual: Callable, theta, lo, hi, *, grid: int = 32,
     above = lambda v: jnp.concatenate([no, v])  # noqa: E731  (cell k -> point k + 1)
     zero = jnp.abs(g) <= tie_rtol  # False where NaN
     seg = zero[:-1] & zero[1:]
-    longer = (u_sg[1:] - u_sg[:-1]) > TIE_MIN_LENGTH
-    tie_pt = below(seg & longer) | above(seg & longer)
-    for _ in range(m):
-        joined = seg & ~longer & (tie_pt[:-1] | tie_pt[1:])
-        tie_pt = tie_pt | below(joined) | above(joined)
+
+    def tie_points(_):
+        longer = (u_sg[1:] - u_sg[:-1]) > TIE_MIN_LENGTH
+        pt = below(seg & longer) | above(seg & longer)
+        for _ in range(m):
+            joined = seg & ~longer & (pt[:-1] | pt[1:])
+            pt = pt | below(joined) | above(joined)
+        return pt
+
+    # (most searches have no two equal points in a row: skip the rest)
+    tie_pt = jax.lax.cond(jnp.any(seg), tie_points, lambda _: jnp.zeros((n, size), bool), None)
     tie_seg = seg & tie_pt[:-1] & tie_pt[1:]
     tie_first = tie_seg & ~jnp.concatenate([no, tie_seg[:-1]])
     tie_last = tie_seg & ~jnp.concatenate([tie_seg[1:], no])
