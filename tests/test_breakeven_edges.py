@@ -200,3 +200,17 @@ def test_envelope_breaks_of_lines():
     breaks, on_top = be.envelope_breaks([1.0, 0.5], [0.0, 1.0])
     np.testing.assert_allclose(breaks, [2.0])
     assert list(on_top) == [0, 1]
+
+
+def test_the_report_entry_and_its_cell_state_the_tie():
+    from bandjax.report.sections import breakeven as section
+
+    sc = bandjax.reference().replace(overlap_fraction=1.0, params=1e8)
+    ps, c, _ = section._all_pairs(sc)
+    p = ps.index(("band_gpu_allreduce", "band_gpu", None))
+    e = section._entry(*ps[p], c, p)
+    onset = ref.kinks_Bps(sc)[sc.ids.index("band_gpu")] / 1e9
+    assert e["GBps"] == [] and e["status"] == "tie_over_interval"
+    assert e["ties_GBps"][0][0] == pytest.approx(onset, rel=1e-9) and e["ties_GBps"][0][1] == 1000.0
+    assert e["winner_below"] == "band_gpu_allreduce" and e["winner_above"] == be.TIED
+    assert section._crossing_cell(e) == f"tie from {onset:.4g} to 1000 GB/s"
