@@ -214,3 +214,40 @@ def test_the_report_entry_and_its_cell_state_the_tie():
     assert e["ties_GBps"][0][0] == pytest.approx(onset, rel=1e-9) and e["ties_GBps"][0][1] == 1000.0
     assert e["winner_below"] == "band_gpu_allreduce" and e["winner_above"] == be.TIED
     assert section._crossing_cell(e) == f"tie from {onset:.4g} to 1000 GB/s"
+
+
+def test_mesh_links_that_differ_add_the_pacing_links_switches_and_zeros():
+    # docs/model.md section 15: on a mesh the WAN term is the largest over links of bytes / B_ij +
+    # hops l_ij. Written here from that page for the study's six (one fragment each), the step's
+    # slope in 1/B changes only at points the kinks hold (within one cell of a fine grid).
+    from types import SimpleNamespace
+
+    from bandjax.step import COMPONENTS, fragment_parts_s, traffic_B
+
+    rb = np.array([[1, 1.0, 3.0], [2.0, 1, 1.5], [1.2, 4.0, 1]])
+    rl = np.array([[1, 0.1, 1.0], [0.3, 1, 0.05], [0.6, 0.2, 1]])
+    sc = bandjax.reference().replace(dcs=3.0, topology="mesh", wan_latency_s=2e-4,
+                                     overlap_fraction=0.7, params=3e7)
+    object.__setattr__(sc, "links", SimpleNamespace(K=3, bandwidth_rel=rb, latency_rel=rl,
+                                                    equal=False))
+    kinks = np.stack([np.broadcast_to(np.asarray(k), (6,)) for k in be.bandwidth_kinks_Bps(sc)])
+    parts = [np.asarray(p) for p in fragment_parts_s(sc)]
+    names = COMPONENTS[1:]
+    rest = sum(np.broadcast_to(p, (6,)) for n, p in zip(names, parts) if n not in ("wan", "wan_latency"))
+    t = traffic_B(sc)
+    wan_B, hops = np.broadcast_to(np.asarray(t.wan_B), (6,)), np.broadcast_to(np.asarray(t.hops), (6,))
+    links = [(i, j) for i in range(3) for j in range(3) if i != j]
+    c, w = float(sc.gpu_compute_s), 0.7 * float(sc.gpu_compute_s)
+    B = np.geomspace(LO, HI, 200_001)
+    seen = 0
+    for v in range(6):
+        wan = np.max([wan_B[v] / (B * rb[i, j]) + hops[v] * 2e-4 * rl[i, j] for i, j in links], axis=0)
+        step = c + np.maximum(0.0, rest[v] + wan - w)
+        slope = np.diff(step) / np.diff(1 / B)
+        turns = np.nonzero(np.abs(np.diff(slope)) > 1e-6 * np.max(np.abs(slope)))[0]
+        for k in turns:
+            near = np.abs(np.log(kinks[:, v] / B[k + 1]))
+            assert np.nanmin(near) < 3 * np.log(B[1] / B[0]), (v, B[k + 1], kinks[:, v])
+            # more than the equal-links kink alone would give
+            seen += bool(np.abs(np.log(kinks[0, v] / B[k + 1])) > 3 * np.log(B[1] / B[0]))
+    assert seen >= 2  # switches of the pacing link in range, held by the mesh's own points
