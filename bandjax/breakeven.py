@@ -67,7 +67,7 @@ DEFAULT_RANGES = {"wan_latency_s": (1e-7, 1.0), "overlap_fraction": (1e-4, 1.0)}
 
 __all__ = [
     "A_WINS", "B_WINS", "BANDWIDTH_RANGE_GBps", "BreakEven", "CROSSES", "Crossings", "NEITHER",
-    "NOT_AVAILABLE", "STATUS_NAMES", "TIE", "TIE_PART", "TIE_RTOL", "bandwidth_crossings",
+    "NOT_AVAILABLE", "STATUS_NAMES", "TIE", "TIED", "TIE_PART", "TIE_RTOL", "bandwidth_crossings",
     "bandwidth_kinks_Bps", "break_even",
     "budget_break_even", "describe", "enob_break_even", "field_crossings", "pair_steps", "parameter_names",
     "resolve_variant", "with_parameter",
