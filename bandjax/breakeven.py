@@ -202,7 +202,7 @@ def bandwidth_kinks_Bps(sc: Scenario) -> tuple:
 
         B* = S / ((f + tau) c - A)        (where both are > 0; none otherwise)
 
-    On a mesh of links that differ (``sc.links``, docs/model.md section 15) the WAN term is the
+    On a mesh of links that differ (``sc.links``, per-link values) the WAN term is the
     largest over links of bytes / B_ij + hops l_ij: add the bandwidths where the largest link
     changes (the breaks of a static upper envelope, scaled by bytes / (hops x latency)) and each
     link's own zero of max(0, .).
@@ -221,7 +221,7 @@ def bandwidth_kinks_Bps(sc: Scenario) -> tuple:
 
 
 def _mesh_links(sc: Scenario):
-    """The scenario's per-link table where its links differ (docs/model.md section 15), else None
+    """The scenario's per-link table where its links differ (per-link values), else None
     (equal links: one kink per variant)."""
     links = getattr(sc, "links", None)
     return None if links is None or getattr(links, "equal", False) else links

@@ -217,7 +217,7 @@ def test_the_report_entry_and_its_cell_state_the_tie():
 
 
 def test_mesh_links_that_differ_add_the_pacing_links_switches_and_zeros():
-    # docs/model.md section 15: on a mesh the WAN term is the largest over links of bytes / B_ij +
+    # Per-link values: on a mesh the WAN term is the largest over links of bytes / B_ij +
     # hops l_ij. Written here from that page for the study's six (one fragment each), the step's
     # slope in 1/B changes only at points the kinks hold (within one cell of a fine grid).
     from types import SimpleNamespace
