@@ -157,9 +157,6 @@ def k_dc_scenarios(draw):
         budget_FLOPs=draw(st.sampled_from([np.inf, 10e9, 99e9, 1e12])), fixed_s=d)
 
 
-COUNTS = {"searches": 0, "crossings": 0, "ties": 0}
-
-
 @settings(max_examples=12, deadline=None)
 @given(k_dc_scenarios())
 def test_every_crossing_and_tie_against_a_fine_grid_brentq_reference(sc):
@@ -174,9 +171,6 @@ def test_every_crossing_and_tie_against_a_fine_grid_brentq_reference(sc):
         np.testing.assert_allclose(c.x[p, :n], xs, rtol=1e-9)
         got = np.stack([c.tie_lo[p, :nt], c.tie_hi[p, :nt]], axis=-1)
         np.testing.assert_allclose(got, np.reshape(ties, (-1, 2)), rtol=1e-9)
-        COUNTS["searches"] += 1
-        COUNTS["crossings"] += n
-        COUNTS["ties"] += nt
 
 
 # --------------------------------------------------------------------------- kinks
