@@ -378,7 +378,8 @@ def with_parameter_at(theta, k, value):
 
 
 @partial(jax.jit, static_argnames=("k", "grid", "max_roots", "implicit"))
-def _field_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, k, *, grid, max_roots, implicit=True):
+def _field_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, k, *, grid, max_roots, implicit=True,
+                     extra=None):
     steps_a, steps_b = jnp.asarray(steps_a, dtype=float), jnp.asarray(steps_b, dtype=float)
     # The searched steps are a variable, not a table entry: only the other side's can be missing.
     names = parameters(sc)
@@ -395,8 +396,10 @@ def _field_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, k, *, grid, max_roots
 
     # The pair's indices travel in theta, so they are flattened with the batch.
     theta = (ia, ib, sc, safe(steps_a), safe(steps_b))
+    # extra: more bracket points (over wan_Bps, the pair's kinks: bandwidth_kinks_Bps picked at
+    # ia and ib), as in bandwidth_crossings
     c = _roots.find_crossings(residual, theta, lo, hi, grid=grid, max_roots=max_roots,
-                              implicit=implicit)
+                              implicit=implicit, extra=extra)
     return _set_aside(c, steps_a, steps_b)
 
 
