@@ -217,6 +217,14 @@ function fmtG(x) { return x >= 1000 ? x.toLocaleString('en', {maximumFractionDig
 function matches(r) {
   return ['basis', 'enob', 'budget'].every(c => r[c] === '*' || r[c] === STATE[c]);
 }
+// Text from the scenario or results (variant names, series, sentences) enters the page only
+// through textContent (el(...) below), never as HTML.
+function el(tag, attrs, children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  for (const c of children || []) e.append(c);  // a string child becomes a text node
+  return e;
+}
 function updateBandwidth() {
   const bw = SPECS.bandwidth.datasets;
   const i = STATE.bwi;
@@ -227,51 +235,49 @@ function updateBandwidth() {
   const ok = rows.filter(r => r.t_s !== null).sort((a, b) => a.t_s - b.t_s);
   const rest = rows.filter(r => r.t_s === null);
   const best = ok.length ? ok[0] : null;
-  let html = '<table><thead><tr><th>variant</th><th>time to target</th><th>step time</th>'
-           + '<th>x the winner</th></tr></thead><tbody>';
-  for (const r of ok.concat(rest)) {
-    const win = best && r === best;
-    html += '<tr class="' + (win ? 'winner' : '') + '"><td>' + (PAGE.names[r.short] || r.short)
-         + '</td><td>' + (r.t_s === null ? (PAGE.status_words[r.status] || r.status) : fmtS(r.t_s)) + '</td><td>'
-         + Number(r.step_ms.toPrecision(4)) + ' ms</td><td>'
-         + (r.t_s === null || !best ? '' : (r.t_s / best.t_s).toFixed(2) + 'x') + '</td></tr>';
-  }
-  html += '</tbody></table>';
-  const w = best ? 'Winner at ' + fmtG(g) + ' GB/s: <b id="bw-winner">' + best.short + '</b> ('
-        + fmtS(best.t_s) + ', ' + STATE.basis + ' basis, ENOB ' + STATE.enob + ', budget '
-        + PAGE.budget_names[STATE.budget] + ').' : 'No variant has a time to target here.';
-  document.getElementById('readout-bandwidth').innerHTML = '<p>' + w + '</p>' + html;
+  const head = el('tr', {}, ['variant', 'time to target', 'step time', 'x the winner'].map(
+      h => el('th', {}, [h])));
+  const body = ok.concat(rest).map(r => el('tr', {class: best && r === best ? 'winner' : ''}, [
+      el('td', {}, [String(PAGE.names[r.short] || r.short)]),
+      el('td', {}, [r.t_s === null ? String(PAGE.status_words[r.status] || r.status) : fmtS(r.t_s)]),
+      el('td', {}, [Number(r.step_ms.toPrecision(4)) + ' ms']),
+      el('td', {}, [r.t_s === null || !best ? '' : (r.t_s / best.t_s).toFixed(2) + 'x'])]));
+  const table = el('table', {}, [el('thead', {}, [head]), el('tbody', {}, body)]);
+  const p = best
+      ? el('p', {}, ['Winner at ' + fmtG(g) + ' GB/s: ', el('b', {id: 'bw-winner'}, [String(best.short)]),
+                     ' (' + fmtS(best.t_s) + ', ' + STATE.basis + ' basis, ENOB ' + STATE.enob
+                     + ', budget ' + PAGE.budget_names[STATE.budget] + ').'])
+      : el('p', {}, ['No variant has a time to target here.']);
+  document.getElementById('readout-bandwidth').replaceChildren(p, table);
   document.getElementById('bw-slider').value = i;
 }
 function updateTrace() {
-  const el = document.getElementById('readout-trace');
-  if (!el || !SPECS.shared_wan_trace) return;
+  const out = document.getElementById('readout-trace');
+  if (!out || !SPECS.shared_wan_trace) return;
   const rows = SPECS.shared_wan_trace.datasets.trace.filter(r => r.j === STATE.tj);
   if (!rows.length) return;
-  el.innerHTML = 't = ' + Number(rows[0].t_ms.toPrecision(4)) + ' ms: '
-      + rows.map(r => r.series.replace(/ \(MB\)$/, '') + ' ' + Number(r.value.toPrecision(3)) + ' ' + r.unit).join(', ');
-}
-function escapeHtml(s) {
-  return s.replace(/[&<>"]/g, c => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;'}[c]));
+  out.textContent = 't = ' + Number(rows[0].t_ms.toPrecision(4)) + ' ms: '
+      + rows.map(r => String(r.series).replace(/ \(MB\)$/, '') + ' ' + Number(r.value.toPrecision(3))
+                      + ' ' + r.unit).join(', ');
 }
 function updateConclusions() {
   const key = ['enob', 'budget', 'basis'].map(c => STATE[c]).join('|');
-  for (const el of document.querySelectorAll('div.conclusions')) {
-    const c = PAGE.conclusions[el.dataset.view];
-    el.innerHTML = (c.by[key] || []).concat(c.settled).map(
-        s => '<p class="conclusion"><b>Conclusion.</b> ' + escapeHtml(s) + '</p>').join('');
+  for (const div of document.querySelectorAll('div.conclusions')) {
+    const c = PAGE.conclusions[div.dataset.view];
+    div.replaceChildren(...(c.by[key] || []).concat(c.settled).map(
+        s => el('p', {class: 'conclusion'}, [el('b', {}, ['Conclusion.']), ' ' + s])));
   }
 }
 function onControl() { updateBandwidth(); updateConclusions(); }
 function player(button, signal, n, update, stepMs) {
   let timer = null;
   button.addEventListener('click', () => {
-    if (timer) { clearInterval(timer); timer = null; button.innerHTML = '&#9654; Play'; return; }
-    button.innerHTML = '&#10074;&#10074; Pause';
+    if (timer) { clearInterval(timer); timer = null; button.textContent = '\u25B6 Play'; return; }
+    button.textContent = '\u275A\u275A Pause';
     if (STATE[signal] >= n - 1) STATE[signal] = 0;
     timer = setInterval(() => {
       const next = STATE[signal] + 1;
-      if (next >= n) { clearInterval(timer); timer = null; button.innerHTML = '&#9654; Play'; return; }
+      if (next >= n) { clearInterval(timer); timer = null; button.textContent = '\u25B6 Play'; return; }
       setSignal(signal, next).then(update);
     }, stepMs);
   });
