@@ -728,6 +728,7 @@ def _registry_from_toml(table: dict) -> tuple[Variant, ...]:
     out = tuple(registry.values())
     try:
         _variants.check_registry(out)
+        _variants.check_shorts(out)
     except ValueError as e:
         raise ScenarioError(f"[{VARIANTS_SECTION}] {e}") from None
     return out

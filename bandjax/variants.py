@@ -297,19 +297,23 @@ def by_colour(registry: tuple[Variant, ...] = VARIANTS) -> tuple[Variant, ...]:
     return tuple(sorted(registry, key=lambda v: v.colour))
 
 
-def check_registry(registry: tuple[Variant, ...]) -> None:
-    """Ids and short labels unique, at least one variant; every rule names variants of the registry with steps of their own."""
-    seen = [v.id for v in registry]
-    if len(set(seen)) != len(seen):
-        raise ValueError(f"variant ids must be unique; got {', '.join(seen)}")
-    if not registry:
-        raise ValueError("variants = (): give at least one variant")
+def check_shorts(registry: tuple[Variant, ...]) -> None:
+    """Short labels unique (a scenario file's variants: its tables and plots name them by it)."""
     shorts = [v.short for v in registry]
     for v in registry:
         if shorts.count(v.short) > 1:
             raise ValueError(f"variant {v.id!r}: short = {v.short!r} is the short label of "
                              f"{', '.join(repr(u.id) for u in registry if u.short == v.short)}; "
                              "each variant needs its own (tables and plots name variants by it)")
+
+
+def check_registry(registry: tuple[Variant, ...]) -> None:
+    """Ids unique, at least one variant; every rule names variants of the registry with steps of their own."""
+    seen = [v.id for v in registry]
+    if len(set(seen)) != len(seen):
+        raise ValueError(f"variant ids must be unique; got {', '.join(seen)}")
+    if not registry:
+        raise ValueError("variants = (): give at least one variant")
     for v in registry:
         for src in (v.rule.hypothesis + v.rule.exact) if v.rule else ():
             if src not in seen or get(src, registry).rule is not None:
