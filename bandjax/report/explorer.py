@@ -218,8 +218,8 @@ function matches(r) {
   return ['basis', 'enob', 'budget'].every(c => r[c] === '*' || r[c] === STATE[c]);
 }
 // Text from the scenario or results (variant names, series, sentences) enters the page only
-// through textContent (el(...) below), never as HTML.
-function el(tag, attrs, children) {
+// through textContent (bjNode(...) below), never as HTML.
+function bjNode(tag, attrs, children) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
   for (const c of children || []) e.append(c);  // a string child becomes a text node
@@ -235,19 +235,19 @@ function updateBandwidth() {
   const ok = rows.filter(r => r.t_s !== null).sort((a, b) => a.t_s - b.t_s);
   const rest = rows.filter(r => r.t_s === null);
   const best = ok.length ? ok[0] : null;
-  const head = el('tr', {}, ['variant', 'time to target', 'step time', 'x the winner'].map(
-      h => el('th', {}, [h])));
-  const body = ok.concat(rest).map(r => el('tr', {class: best && r === best ? 'winner' : ''}, [
-      el('td', {}, [String(PAGE.names[r.short] || r.short)]),
-      el('td', {}, [r.t_s === null ? String(PAGE.status_words[r.status] || r.status) : fmtS(r.t_s)]),
-      el('td', {}, [Number(r.step_ms.toPrecision(4)) + ' ms']),
-      el('td', {}, [r.t_s === null || !best ? '' : (r.t_s / best.t_s).toFixed(2) + 'x'])]));
-  const table = el('table', {}, [el('thead', {}, [head]), el('tbody', {}, body)]);
+  const head = bjNode('tr', {}, ['variant', 'time to target', 'step time', 'x the winner'].map(
+      h => bjNode('th', {}, [h])));
+  const body = ok.concat(rest).map(r => bjNode('tr', {class: best && r === best ? 'winner' : ''}, [
+      bjNode('td', {}, [String(PAGE.names[r.short] || r.short)]),
+      bjNode('td', {}, [r.t_s === null ? String(PAGE.status_words[r.status] || r.status) : fmtS(r.t_s)]),
+      bjNode('td', {}, [Number(r.step_ms.toPrecision(4)) + ' ms']),
+      bjNode('td', {}, [r.t_s === null || !best ? '' : (r.t_s / best.t_s).toFixed(2) + 'x'])]));
+  const table = bjNode('table', {}, [bjNode('thead', {}, [head]), bjNode('tbody', {}, body)]);
   const p = best
-      ? el('p', {}, ['Winner at ' + fmtG(g) + ' GB/s: ', el('b', {id: 'bw-winner'}, [String(best.short)]),
+      ? bjNode('p', {}, ['Winner at ' + fmtG(g) + ' GB/s: ', bjNode('b', {id: 'bw-winner'}, [String(best.short)]),
                      ' (' + fmtS(best.t_s) + ', ' + STATE.basis + ' basis, ENOB ' + STATE.enob
                      + ', budget ' + PAGE.budget_names[STATE.budget] + ').'])
-      : el('p', {}, ['No variant has a time to target here.']);
+      : bjNode('p', {}, ['No variant has a time to target here.']);
   document.getElementById('readout-bandwidth').replaceChildren(p, table);
   document.getElementById('bw-slider').value = i;
 }
@@ -265,7 +265,7 @@ function updateConclusions() {
   for (const div of document.querySelectorAll('div.conclusions')) {
     const c = PAGE.conclusions[div.dataset.view];
     div.replaceChildren(...(c.by[key] || []).concat(c.settled).map(
-        s => el('p', {class: 'conclusion'}, [el('b', {}, ['Conclusion.']), ' ' + s])));
+        s => bjNode('p', {class: 'conclusion'}, [bjNode('b', {}, ['Conclusion.']), ' ' + s])));
   }
 }
 function onControl() { updateBandwidth(); updateConclusions(); }
