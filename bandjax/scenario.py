@@ -447,6 +447,7 @@ class Scenario:
         _variants.check_registry(registry)
         check_methods((v,), self.sync_every_H)
         fixed = {**self.fixed_s, v.id: v.d_s if d_s is None else d_s}
+        _check_fixed(dataclasses.replace(self, variants=registry, fixed_s=fixed))
         s = self.steps
         measured = dict(s.measured)
         by_enob = dict(s.by_enob)
@@ -480,6 +481,9 @@ def budget_value(budget) -> float:
         if budget == "free":
             return math.inf
         raise ValueError(f"budget = {budget!r}: expected 'free', 'low', 'high' or GFLOP/s > 0")
+    if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, (int, float, np.integer, np.floating)):
+        raise ValueError(f"budget = {budget!r}: expected 'free', 'low', 'high' or a number of "
+                         "GFLOP/s > 0")
     value = float(budget)
     if not value > 0:
         raise ValueError(f"budget = {budget!r}: must be > 0 GFLOP/s, or 'free'")
@@ -642,11 +646,16 @@ def _variant_from_toml(vid: str, table: dict, default: Variant | None) -> Varian
         elif key == "bytes_per_param":
             kw["bytes_per_param"] = parse(f"{where} bytes_per_param", value, "count")
         elif key == "rule":
-            if not (isinstance(value, dict) and set(value) == {"hypothesis", "exact"}):
+            if not (isinstance(value, dict) and set(value) == {"hypothesis", "exact"}
+                    and all(isinstance(ids, list) and ids and all(isinstance(i, str) for i in ids)
+                            for ids in value.values())):
                 raise ScenarioError(f"{where} rule = {value!r}: expected {{hypothesis = [ids], exact = [ids]}}")
             kw["rule"] = Rule(tuple(value["hypothesis"]), tuple(value["exact"]))
         elif key == "colour":
-            kw["colour"] = int(parse(f"{where} colour", value, "count"))
+            x = parse(f"{where} colour", value, "count")
+            if not (math.isfinite(x) and x == round(x) and 0 <= x < 1000):
+                raise ScenarioError(f"{where} colour = {value!r}: must be a whole number in [0, 1000)")
+            kw["colour"] = int(x)
         elif key in _METHOD_ALLOWED:
             x = parse(f"{where} {key}", value, "count")
             lowest = 0 if key == "delay" else 1
@@ -834,6 +843,8 @@ def _steps_from_toml(table: dict, registry: tuple[Variant, ...]) -> tuple[Steps,
         where = f"[steps] {key}"
         if key == "target_loss":
             target = parse(where, value, "count")
+            if not (math.isfinite(target) and target > 0):
+                raise ScenarioError(f"{where} = {value!r}: must be a finite loss > 0")
         elif key in ("hypothesis_from", "exact_from"):
             if value not in with_steps:
                 raise ScenarioError(f"{where} = {value!r}: must name a variant with its own steps; "
@@ -876,8 +887,9 @@ def _steps_from_toml(table: dict, registry: tuple[Variant, ...]) -> tuple[Steps,
 def _steps_value(where: str, value):
     if value == NEVER:
         return NEVER
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ScenarioError(f"{where} = {value!r}: steps must be a number > 0 or \"never\"")
+    if (isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating))
+            or not (value > 0 and math.isfinite(value))):
+        raise ScenarioError(f"{where} = {value!r}: steps must be a finite number > 0 or \"never\"")
     return float(value)
 
 
@@ -893,6 +905,8 @@ def load(path: str | os.PathLike) -> Scenario:
         raise ScenarioError(f"scenario file {os.fspath(path)!r} does not exist") from None
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(f"scenario file {os.fspath(path)!r} is not valid TOML: {e}") from None
+    except RecursionError:
+        raise ScenarioError(f"scenario file {os.fspath(path)!r}: nested too deeply to read") from None
     return from_toml_dict(data)
 
 

@@ -410,6 +410,39 @@ def write(out: str | Path, scenario: Scenario | None = None,
     return path
 
 
+def check_schema(results, where: str) -> None:
+    """Raise ValueError unless ``results`` is a results.json of this version that its schema
+    (``results.schema.json``) accepts, every field's type included; the message names the first
+    field that is not and its value, before any view reads it."""
+    import jsonschema
+
+    from . import SCHEMA_VERSION
+
+    if not isinstance(results, dict):
+        raise ValueError(f"{where}: not a bandjax report (a {type(results).__name__}, not an object)")
+    version = results.get("schema_version")
+    if version != SCHEMA_VERSION or isinstance(version, bool):
+        raise ValueError(f"{where}: schema_version = {version!r}; this bandjax reads version "
+                         f"{SCHEMA_VERSION} (write the report again with `bandjax report`)")
+    validator = jsonschema.Draft202012Validator(_schema())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(results))
+    if error is not None:
+        field = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+        shown = json.dumps(error.instance)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        raise ValueError(f"{where}: {field} = {shown}: not as a bandjax report has it "
+                         f"({error.message[:160]})")
+    variants = results["setup"].get("variants", {})
+    if isinstance(variants, dict) and len(variants) >= 2 and not results["break_even_GBps"]:
+        raise ValueError(f"{where}: break_even_GBps = []: a report of {len(variants)} variants has "
+                         "an entry for each pair (a crossing or who wins throughout)")
+
+
+@functools.lru_cache(maxsize=1)
+def _schema() -> dict:
+    return json.loads((Path(__file__).parent / "results.schema.json").read_text(encoding="utf-8"))
+
+
 def read_results(path: str | Path, scenario: Scenario) -> Results:
     """The sections of a results.json written by ``bandjax report`` for ``scenario``; an error if
     it was written for another scenario or is not a report (a section with a key missing or
@@ -428,6 +461,9 @@ def read_results(path: str | Path, scenario: Scenario) -> Results:
         raise ValueError(f"--results {str(path)!r}: no such file") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"--results {str(path)!r}: not JSON ({e})") from None
+    except RecursionError:
+        raise ValueError(f"--results {str(path)!r}: nested too deeply to be a bandjax report") from None
+    check_schema(results, f"--results {str(path)!r}")
     try:
         sections = Results.of(results)
     except ValueError as e:
