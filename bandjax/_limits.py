@@ -23,6 +23,13 @@ MAX_SEEDS = 10_000
 MAX_RUNS = 100_000
 """Runs (grid points) in one sweep."""
 
+MAX_DCS = 1_000
+"""Data centres in one `bandjax wan` run (every directed WAN link is simulated: 999,000 on a mesh
+of 1,000)."""
+
+MAX_LOCAL_WORKERS = 64
+"""Worker processes of a LocalCluster made for one command (each a few hundred MB)."""
+
 # dask scheduler given by address
 SCHEDULER_TIMEOUT_S = 10.0
 """How long to wait for a dask scheduler given by address to answer, s."""
