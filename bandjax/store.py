@@ -253,9 +253,12 @@ class _Dask:
                               "pip install 'dask[distributed]'") from None
         self.cluster = None
         if scheduler == "local":
-            self.cluster = LocalCluster(n_workers=LOCAL_WORKERS, threads_per_worker=1,
-                                        processes=True, dashboard_address=":0")
-            self.client = Client(self.cluster)
+            from ._io import children_ignore_interrupt
+
+            with children_ignore_interrupt():  # the command answers a Ctrl-C, quietly
+                self.cluster = LocalCluster(n_workers=LOCAL_WORKERS, threads_per_worker=1,
+                                            processes=True, dashboard_address=":0")
+                self.client = Client(self.cluster)
         elif isinstance(scheduler, str) and "://" in scheduler:
             # probed first, bounded: a port that accepts but never answers is refused in
             # CONNECT_TIMEOUT_S, as `bandjax wan` does
