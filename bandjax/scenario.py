@@ -122,7 +122,9 @@ class Steps:
             return math.nan if any(math.isnan(x) for x in values) else max(values)
         measured = dict(self.measured)
         if v.steps == "flat":
-            return float(measured[variant_id]) if variant_id in measured else math.nan
+            if variant_id not in measured:
+                return math.nan
+            return math.inf if measured[variant_id] == NEVER else float(measured[variant_id])
         table = dict(dict(self.by_enob).get(variant_id, ()))
         if enob in table:
             value = table[enob]
@@ -697,7 +699,8 @@ def to_toml_dict(sc: Scenario) -> dict:
             out[VARIANTS_SECTION]["only"] = list(sc.ids)
     s = sc.steps
     table: dict[str, Any] = {"target_loss": s.target_loss}
-    table.update({vid: int(n) if float(n).is_integer() else n for vid, n in s.measured})
+    table.update({vid: n if n == NEVER else int(n) if float(n).is_integer() else n
+                  for vid, n in s.measured})
     for vid, entries in s.by_enob:
         table[vid] = {str(e): (n if n == NEVER else int(n)) for e, n in entries}
     out["steps"] = table
