@@ -41,8 +41,9 @@ MAX_STORE_POINTS = 10**11
 MAX_CHUNKS = 100_000
 """Chunks in one store (each is a task, a zarr chunk and a progress step)."""
 
-MIN_CHUNK_B = 4096
-"""Smallest chunk a store may ask for, B."""
+MIN_CHUNK_B = 1
+"""Smallest chunk a store may ask for, B (a chunk holds at least one value whatever it is; the
+number of chunks is what MAX_CHUNKS bounds)."""
 
 # Root finding (bandjax.break_even)
 MAX_ROOT_GRID = 100_000

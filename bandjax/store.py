@@ -267,7 +267,9 @@ class _Dask:
             try:
                 self.client = connect(scheduler, CONNECT_TIMEOUT_S)
             except ConnectionError as e:
-                raise ConnectionError(f"scheduler = {scheduler!r}: {e}") from None
+                cause = str(e).rsplit(" (", 1)[-1].rstrip(")") if " (" in str(e) else "no answer"
+                raise ConnectionError(f"scheduler = {scheduler!r}: no dask scheduler answered "
+                                      f"within {CONNECT_TIMEOUT_S:g} s ({cause})") from None
         else:
             raise ValueError(f"scheduler = {scheduler!r} is not known; allowed: None (in process), "
                              "'local' (a 2-worker LocalCluster) or an address 'tcp://host:port'")
@@ -356,8 +358,7 @@ def write(path: str | os.PathLike, scenario=None, *, chunk_dim: str | None = Non
     if (isinstance(chunk_B, (bool, np.bool_)) or not isinstance(chunk_B, (int, float, np.integer, np.floating))
             or not (math.isfinite(chunk_B) and chunk_B >= MIN_CHUNK_B)):
         raise ValueError(f"chunk_B = {chunk_B!r}: must be a finite number of bytes >= "
-                         f"{MIN_CHUNK_B:,} ({describe_bytes(MIN_CHUNK_B)}; smaller chunks would "
-                         "cost more in overhead than in data)")
+                         f"{MIN_CHUNK_B:,}")
     chunk_B = float(chunk_B)
     if scheduler is not None and not (scheduler == "local" or (isinstance(scheduler, str)
                                                                and "://" in scheduler)):

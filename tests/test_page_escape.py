@@ -83,6 +83,8 @@ def test_results_md_shows_names_as_typed(evil_report):
     assert "<" not in md and "</script" not in md and "<!--" not in md
     escaped = ("&lt;img src=x onerror=\"window.\\_\\_pwned=1\"&gt;\\`q'\\|\\*b\\*")
     assert md.count(escaped) >= 10  # in the setup, the tables and the break-even pairs
+    svgs = list((evil_report / "rep" / "figures").glob("*.svg"))
+    assert svgs and not any("<img" in f.read_text() or "<!--" in f.read_text() for f in svgs)
 
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is absent")
