@@ -308,7 +308,8 @@ def check_shorts(registry: tuple[Variant, ...]) -> None:
 
 
 def check_registry(registry: tuple[Variant, ...]) -> None:
-    """Ids unique, at least one variant; every rule names variants of the registry with steps of their own."""
+    """Ids unique, at least one variant; every rule names variants of the registry with steps of
+    their own."""
     seen = [v.id for v in registry]
     if len(set(seen)) != len(seen):
         raise ValueError(f"variant ids must be unique; got {', '.join(seen)}")
