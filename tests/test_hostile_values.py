@@ -233,7 +233,7 @@ def test_measurement_column_missing_in_some_rows():
     ("break_even_GBps", "x", ["break_even_GBps", '"x"']),
     ("units", 5, ["units", "5"]),
     ("stages_ms", 5, ["stages_ms", "5"]),
-    ("shared_wan", [], ["shared_wan", "[]"]),
+    ("shared_wan", [], ["shared_wan", "list"]),
     ("target_loss", "a", ["target_loss", '"a"']),
 ])
 def test_results_read_back(tmp_path, capsys, reference_report, key, value, names):

@@ -410,10 +410,10 @@ def write(out: str | Path, scenario: Scenario | None = None,
     return path
 
 
-def check_schema(results, where: str) -> None:
+def check_schema(results, where: str, types: bool = True) -> None:
     """Raise ValueError unless ``results`` is a results.json of this version that its schema
-    (``results.schema.json``) accepts, every field's type included; the message names the first
-    field that is not and its value, before any view reads it."""
+    (``results.schema.json``) accepts, every field's type included (``types=False``: the version
+    only); the message names the first field that is not and its value."""
     import jsonschema
 
     from . import SCHEMA_VERSION
@@ -424,13 +424,18 @@ def check_schema(results, where: str) -> None:
     if version != SCHEMA_VERSION or isinstance(version, bool):
         raise ValueError(f"{where}: schema_version = {version!r}; this bandjax reads version "
                          f"{SCHEMA_VERSION} (write the report again with `bandjax report`)")
+    if not types:
+        return
     validator = jsonschema.Draft202012Validator(_schema())
     error = jsonschema.exceptions.best_match(validator.iter_errors(results))
     if error is not None:
-        field = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+        field = ".".join(str(p) for p in error.absolute_path)
+        if error.validator == "required" or not field:  # a key missing: the message names it
+            raise ValueError(f"{where}: not a bandjax report ({field + ': ' if field else ''}"
+                             f"{error.message[:160]})")
         shown = json.dumps(error.instance)
         shown = shown if len(shown) <= 80 else shown[:77] + "..."
-        raise ValueError(f"{where}: {field} = {shown}: not as a bandjax report has it "
+        raise ValueError(f"{where}: not a bandjax report: {field} = {shown} "
                          f"({error.message[:160]})")
     variants = results["setup"].get("variants", {})
     if isinstance(variants, dict) and len(variants) >= 2 and not results["break_even_GBps"]:
@@ -463,11 +468,16 @@ def read_results(path: str | Path, scenario: Scenario) -> Results:
         raise ValueError(f"--results {str(path)!r}: not JSON ({e})") from None
     except RecursionError:
         raise ValueError(f"--results {str(path)!r}: nested too deeply to be a bandjax report") from None
-    check_schema(results, f"--results {str(path)!r}")
-    try:
+    where = f"--results {str(path)!r}"
+    check_schema(results, where, types=False)
+    try:  # the typed sections name a renamed or missing key by its section
         sections = Results.of(results)
     except ValueError as e:
-        raise ValueError(f"--results {str(path)!r}: not a bandjax report ({e})") from None
+        raise ValueError(f"{where}: not a bandjax report ({e})") from None
+    except (TypeError, KeyError, AttributeError, IndexError) as e:  # a field of another type
+        check_schema(results, where)  # names the field and its value
+        raise ValueError(f"{where}: not a bandjax report ({type(e).__name__}: {e})") from None
+    check_schema(results, where)  # every field's type, before any view reads it
     setup = sections.core.setup if sections.core else None
     written_for = setup.get("scenario") if isinstance(setup, dict) else None
     if written_for is None:
