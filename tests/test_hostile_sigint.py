@@ -21,6 +21,16 @@ MOMENTS_S = (0.1, 0.3, 0.7, 1.5, 3.0, 6.0, 12.0)
 
 
 def _run(argv, at_s, cwd):
+    """The status of ``argv`` sent SIGINT at ``at_s``: a moment that falls in the interpreter's
+    own start (a slow machine can take a few hundred ms there) is tried again, up to 3 times."""
+    for _ in range(3):
+        rc = _run_once(argv, at_s, cwd)
+        if rc is not None:
+            return rc
+    pytest.skip(f"SIGINT at {at_s} s fell in the interpreter's own start 3 times")
+
+
+def _run_once(argv, at_s, cwd):
     env = {**os.environ, "PYTHONPATH": str(REPO), "BANDJAX_REPORT_TEST_SIZE": "small"}
     p = subprocess.Popen([sys.executable, "-m", "bandjax", *map(str, argv)], cwd=cwd, env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -33,6 +43,9 @@ def _run(argv, at_s, cwd):
         p.communicate()
         pytest.fail(f"{argv} interrupted at {at_s} s did not end within 120 s")
     err = err.decode()
+    before_python = p.returncode == -signal.SIGINT and not err.strip()  # no handler at all yet
+    if before_python or (p.returncode != 130 and "KeyboardInterrupt" in err and "/bandjax/" not in err):
+        return None  # the interpreter's own start (site-packages, runpy), before bandjax's code
     assert p.returncode in (0, 130), (argv, at_s, p.returncode, err)
     if p.returncode == 130:
         assert err.count("\n") == 1 and err.endswith(": interrupted\n") and err.startswith("bandjax"), \
