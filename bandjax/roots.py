@@ -102,10 +102,15 @@ class Crossings(NamedTuple):
 
 
 def _validate_range(lo, hi, grid: int, max_roots: int) -> None:
-    if grid < 2:
-        raise ValueError(f"grid = {grid!r}: must be a whole number >= 2 points")
-    if max_roots < 1:
-        raise ValueError(f"max_roots = {max_roots!r}: must be a whole number >= 1")
+    from ._limits import MAX_ROOT_GRID
+
+    def whole(x):
+        return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+    if not (whole(grid) and 2 <= grid <= MAX_ROOT_GRID):
+        raise ValueError(f"grid = {grid!r}: must be a whole number of points in [2, {MAX_ROOT_GRID:,}]")
+    if not (whole(max_roots) and 1 <= max_roots < grid):
+        raise ValueError(f"max_roots = {max_roots!r}: must be a whole number in [1, grid - 1 = "
+                         f"{grid - 1:,}] (a crossing needs a bracket of the grid)")
     lo, hi = _concrete(lo), _concrete(hi)  # None under jit: checked by the caller instead
     for name, v in (("lo", lo), ("hi", hi)):
         if v is not None and not np.all(np.isfinite(v) & (v > 0)):

@@ -81,10 +81,16 @@ def main(argv=None) -> int:
     Ctrl-C with ``argv`` None, the command line, ends the process at once with status 130)."""
     from_command_line = argv is None
     command = "bandjax"
+    if from_command_line:  # before jax loads: a Ctrl-C at any moment is one line and 130
+        from .._io import install_interrupt, interrupted_line
+
+        install_interrupt()
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
         command = f"bandjax {args.command}"
+        if from_command_line:
+            interrupted_line(f"{command}: interrupted")
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print(f"{command}: interrupted", file=sys.stderr)

@@ -100,7 +100,10 @@ def _scenario(args) -> int:
     from ..scenario import save, to_toml_dict
 
     sc = load_scenario(args)
-    if args.write:
+    if args.write is not None:
+        if not args.write.strip():
+            raise ValueError(f"--write {args.write!r}: empty; give a file to write, or leave "
+                             "--write out to print")
         save(sc, args.write)
         print(f"wrote {args.write}")
     else:

@@ -284,6 +284,48 @@ def name(vid: str) -> str:
     return legend_name(variant(vid))
 
 
+# Characters that mean something in markdown or HTML; text from a scenario (variant names) that
+# holds one is escaped before it goes into results.md (the page escapes its own, see explorer).
+MD_SIGNIFICANT = "\\`*_[]<>|~&"
+
+
+def md_text(text: str) -> str:
+    """``text`` as results.md shows it literally: ``&``, ``<``, ``>`` as HTML entities (no tag or
+    comment can open), the other markdown characters of :data:`MD_SIGNIFICANT` backslashed."""
+    out = []
+    for ch in text:
+        if ch in "&<>":
+            out.append({"&": "&amp;", "<": "&lt;", ">": "&gt;"}[ch])
+        elif ch in MD_SIGNIFICANT:
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def md_escaped(results: dict, names) -> dict:
+    """A copy of a results dict in which every occurrence of one of ``names`` (variant labels from
+    a scenario) that holds a markdown or HTML character is :func:`md_text`-escaped, in every
+    string value (keys are left: they are ids, which hold none)."""
+    names = sorted({n for n in names if isinstance(n, str) and any(c in MD_SIGNIFICANT for c in n)},
+                   key=len, reverse=True)
+    if not names:
+        return results
+    import re
+
+    pattern = re.compile("|".join(re.escape(n) for n in names))
+
+    def walk(x):
+        if isinstance(x, str):
+            return pattern.sub(lambda m: md_text(m.group(0)), x)
+        if isinstance(x, dict):
+            return {k: walk(v) for k, v in x.items()}
+        if isinstance(x, list):
+            return [walk(v) for v in x]
+        return x
+    return walk(results)
+
+
 def legend_name(v: _v.Variant) -> str:
     return v.short if v.short == v.label else f"{v.short}: {v.label}"
 
