@@ -595,7 +595,8 @@ def _check_fixed(sc: Scenario) -> None:
         raise ScenarioError(f"[{FIXED_SECTION}] keys {sorted(unknown) or sorted(missing)} "
                             f"{'are not variants' if unknown else 'are missing'}; "
                             f"allowed: {', '.join(ids)}")
-    if sc.links is not None and not np.all(np.asarray(sc.dcs, dtype=float) == sc.links.K):
+    dcs = None if sc.links is None else _numbers("[cluster] dcs", sc.dcs, "a whole number >= 2")
+    if dcs is not None and not np.all(dcs == sc.links.K):  # a traced K (derivatives) is not checked
         raise ScenarioError(f"[cluster] dcs = {sc.dcs!r}: the links table has {sc.links.K} DCs "
                             f"({', '.join(sc.links.names)}); K comes from it")
     for vid, d in sc.fixed_s.items():
