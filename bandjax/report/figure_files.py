@@ -53,7 +53,9 @@ def build(scenario: Scenario, ctx: dict) -> Figures:
     folder = Path(out) / FIGURES_DIR
     entries = []
     items = list(charts(views, scenario).items())
-    for fid, (key, chart, data) in tqdm(items, desc="figures", unit="figure", leave=False):
+    # a bar only where the caller shows progress (the command line without --quiet)
+    for fid, (key, chart, data) in tqdm(items, desc="figures", unit="figure", leave=False,
+                                        disable=ctx.get("progress") is None):
         try:
             svg, png = render(to_spec(chart, data))
         except Exception as e:  # noqa: BLE001 - the section's words say so
