@@ -9,6 +9,23 @@ registered as a PyTree (:mod:`bandjax._jax`).
 """
 
 import importlib
+import sys as _sys
+
+if _sys.argv[:1] == ["-m"]:
+    # `python -m bandjax`: the command line is starting (the interpreter names the module "-m"
+    # while it finds it); a Ctrl-C from here on is one line and status 130 (bandjax._io). Until
+    # that module has loaded, a handler that needs nothing more than os.
+    import os as _os
+    import signal as _signal
+
+    def _early_interrupt(signum, frame):
+        _os.write(2, b"bandjax: interrupted\n")
+        _os._exit(130)
+
+    _signal.signal(_signal.SIGINT, _early_interrupt)
+    from ._io import install_interrupt as _install_interrupt
+
+    _install_interrupt()
 
 # export -> the module that defines it
 _EXPORTS = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+import threading
 from pathlib import Path
 
 from ._limits import describe_bytes
@@ -103,3 +104,94 @@ def read_bounded_text(path: str | os.PathLike, what: str, max_bytes: int) -> str
     except UnicodeDecodeError as e:
         raise ValueError(f"{what} {os.fspath(path)!r} is not UTF-8 text (byte "
                          f"0x{data[e.start]:02x} at offset {e.start})") from None
+
+
+# ------------------------------------------------------------------ Ctrl-C
+# A command-line run ends on SIGINT with one line and status 130, at any moment: while Python
+# imports, while XLA compiles on its own threads (the main thread is then inside C code and a
+# Python handler would not run until it returns), or while dask's workers run. The signal's C
+# handler writes to a pipe at once (signal.set_wakeup_fd); a thread waiting on the pipe prints the
+# line, ends the worker processes and leaves with os._exit, so no KeyboardInterrupt is ever raised
+# (none can be swallowed by a callback such as XLA's garbage-collection hook, and no interpreter
+# shutdown races XLA's threads). Every output is written whole or not at all (the atomic writes
+# above, the report's and the store's folder swaps), so what is on disk is the old or the new.
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
+_interrupt = {"line": "bandjax: interrupted", "installed": False}
+
+
+def interrupted_line(line: str) -> None:
+    """The line a Ctrl-C prints from now on (e.g. ``bandjax report: interrupted``)."""
+    _interrupt["line"] = line
+
+
+def install_interrupt() -> None:
+    """End the process on SIGINT with :func:`interrupted_line`'s line on stderr and status 130.
+
+    For the command line only (``python -m bandjax``, the ``bandjax`` script): it replaces the
+    process's SIGINT handling. Call it first, before jax or numpy load."""
+    import signal
+    import threading
+
+    if _interrupt["installed"] or threading.current_thread() is not threading.main_thread():
+        return
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    signal.signal(signal.SIGINT, lambda signum, frame: _leave())
+
+    def watch():
+        while True:
+            data = os.read(r, 64)
+            if data and signal.SIGINT in data:
+                _leave()
+
+    threading.Thread(target=watch, name="bandjax-interrupt", daemon=True).start()
+    _interrupt["installed"] = True
+
+
+_leaving = threading.Lock()
+
+
+def _leave() -> None:
+    if not _leaving.acquire(blocking=False):
+        return
+    try:
+        os.write(2, (_interrupt["line"] + "\n").encode())
+    except OSError:
+        pass
+    try:  # worker processes of a LocalCluster this command made: ended, silently
+        import multiprocessing
+
+        for child in multiprocessing.active_children():
+            child.kill()
+        from multiprocessing import resource_tracker  # would warn of the workers' semaphores
+
+        pid = getattr(resource_tracker._resource_tracker, "_pid", None)
+        if pid:
+            os.kill(pid, 9)
+    except Exception:  # noqa: BLE001 - leaving anyway
+        pass
+    os._exit(EXIT_INTERRUPTED)
+
+
+class children_ignore_interrupt:
+    """Within it, SIGINT is blocked in the calling thread, and so in the threads and processes
+    started from it (a dask LocalCluster's event loop and worker processes keep it blocked): a
+    Ctrl-C at the terminal reaches the whole process group, and the command, not each worker,
+    answers it (another thread of the command takes the signal meanwhile)."""
+
+    def __enter__(self):
+        import signal
+
+        self._blocked = _interrupt["installed"]
+        if self._blocked:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+
+        if self._blocked:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        return False

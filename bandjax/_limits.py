@@ -23,9 +23,32 @@ MAX_SEEDS = 10_000
 MAX_RUNS = 100_000
 """Runs (grid points) in one sweep."""
 
+MAX_DCS = 1_000
+"""Data centres in one `bandjax wan` run (every directed WAN link is simulated: 999,000 on a mesh
+of 1,000)."""
+
+MAX_LOCAL_WORKERS = 64
+"""Worker processes of a LocalCluster made for one command (each a few hundred MB)."""
+
 # dask scheduler given by address
 SCHEDULER_TIMEOUT_S = 10.0
 """How long to wait for a dask scheduler given by address to answer, s."""
+
+# The chunked store (bandjax.store.write, `bandjax store`)
+MAX_STORE_POINTS = 10**11
+"""Grid points in one store (at 18 B a point for a winner map, 1.8 TB: a bound on hours of work)."""
+
+MAX_CHUNKS = 100_000
+"""Chunks in one store (each is a task, a zarr chunk and a progress step)."""
+
+MIN_CHUNK_B = 1
+"""Smallest chunk a store may ask for, B (a chunk holds at least one value whatever it is; the
+number of chunks is what MAX_CHUNKS bounds)."""
+
+# Root finding (bandjax.break_even)
+MAX_ROOT_GRID = 100_000
+"""Points of the coarse grid that brackets crossings (the default is 32; each point is one
+evaluation of the closed forms at every grid point of the scenario)."""
 
 # Files read by the command line
 MAX_SCENARIO_BYTES = 1_000_000
@@ -40,6 +63,10 @@ SWEEP_MEMORY_SHARE = 0.5
 """Share of the memory available when a sweep starts that its outputs and the jitted pass's
 intermediates may take; past it the sweep is refused before compiling, pointing to the chunked
 store and the fused winner map."""
+
+MAX_AXIS_VALUES = 10_000_000
+"""Values along one axis of a sweep (checked before they are copied: 1e8 bandwidths would take
+gigabytes as a list before the sweep's own size check could refuse them)."""
 
 MAX_ARRAY_ELEMENTS = 2**31 - 1
 """Elements in one output array: XLA's CPU kernels index with 32-bit integers past which a call

@@ -18,6 +18,14 @@ own bandwidth B0. This equals ``step_s(sc.replace(wan_Bps=B))`` to rounding (tes
 flops per evaluation. Over any other parameter (budget, a rate, the fixed time, the steps) the
 closed forms are re-evaluated at each trial value (:func:`field_crossings`).
 
+Every crossing, however close two are: each variant's step is c + max(0, Q + V/B), so its slope in
+1/B changes only at its kink B* = V / (-Q), where its communication first fits its window (docs/
+model.md sections 10 and 14; per-link meshes add the points where the pacing link changes,
+:func:`bandwidth_kinks_Bps`). Those kinks join the coarse grid as bracket points, so between two
+consecutive points both times are linear in 1/B and their difference has at most one root or is
+zero throughout: a tie, reported as an interval whose ends are kinks (exact to rounding) with who is
+faster on each side (:data:`bandjax.roots.TIE_RTOL`), never as a crossing.
+
 Which steps a variant with a rule takes depends on the basis (E': ``"hypothesis"``, E's steps;
 ``"exact"``, max(E's, the exact band's)); for pairs without such a variant both bases agree.
 """
@@ -36,12 +44,13 @@ import numpy as np
 from . import roots as _roots
 from . import variants as _v
 from .metrics import time_to_target_s
-from .roots import A_WINS, B_WINS, CROSSES, NEITHER, NOT_AVAILABLE, STATUS_NAMES, TIE, Crossings
+from .roots import (A_WINS, B_WINS, CROSSES, NEITHER, NOT_AVAILABLE, STATUS_NAMES, TIE, TIE_PART,
+                    TIE_RTOL, Crossings)
 from .links import scaling_note
 from .parameters import FIXED_PREFIX, scenario_parameter, with_parameters
 from .scenario import BASES, FIELDS, Scenario
 from .step import (COMPONENTS, STAGES, budget_break_even_FLOPs, col, fragment_parts_s, module_stages_s,
-                   step_s, sum_parts, sync_method, window_s)
+                   step_s, sum_parts, sync_method, traffic_B, window_s)
 
 BANDWIDTH_RANGE_GBps = (0.1, 1000.0)  # docs/model.md section 2: the swept range
 BUDGET_RANGE_GFLOPs = (1.0, 10_000.0)
@@ -59,7 +68,8 @@ DEFAULT_RANGES = {"wan_latency_s": (1e-7, 1.0), "overlap_fraction": (1e-4, 1.0)}
 
 __all__ = [
     "A_WINS", "B_WINS", "BANDWIDTH_RANGE_GBps", "BreakEven", "CROSSES", "Crossings", "NEITHER",
-    "NOT_AVAILABLE", "STATUS_NAMES", "TIE", "bandwidth_crossings", "break_even",
+    "NOT_AVAILABLE", "STATUS_NAMES", "TIE", "TIED", "TIE_PART", "TIE_RTOL", "bandwidth_crossings",
+    "bandwidth_kinks_Bps", "break_even",
     "budget_break_even", "describe", "enob_break_even", "field_crossings", "pair_steps", "parameter_names",
     "resolve_variant", "with_parameter",
 ]
@@ -153,6 +163,92 @@ def _bandwidth_residual(B, theta):
             / (c * B + jnp.maximum(0.0, Q_b * B + V_b)) - 1.0)
 
 
+def _positive_ratio(num, den):
+    """num / den where both are > 0, else NaN (no kink)."""
+    ok = (num > 0) & (den > 0)
+    return jnp.where(ok, num / jnp.where(ok, den, 1.0), jnp.nan)
+
+
+def envelope_breaks(slopes, intercepts) -> tuple[np.ndarray, np.ndarray]:
+    """The upper envelope of the lines s_l t + b_l over t >= 0 (static NumPy): the t > 0 where the
+    line on top changes, ascending, and the indices of the lines on top somewhere."""
+    s, b = np.asarray(slopes, dtype=float), np.asarray(intercepts, dtype=float)
+    top = lambda t: np.max(s * t + b)  # noqa: E731
+    scale = 1.0 + np.max(np.abs(b))
+    breaks = set()
+    for i in range(len(s)):
+        for j in range(i + 1, len(s)):
+            if s[i] == s[j]:
+                continue
+            t = (b[j] - b[i]) / (s[i] - s[j])
+            if t > 0 and s[i] * t + b[i] >= top(t) - 1e-12 * scale * (1 + t):
+                breaks.add(float(t))
+    breaks = np.array(sorted(breaks))
+    probes = np.concatenate([[0.0], breaks, 2 * breaks[-1:] + 1.0]) if breaks.size else np.array([0.0, 1.0])
+    mids = np.concatenate([probes, (probes[:-1] + probes[1:]) / 2])
+    on_top = {int(np.lexsort((b, s))[-1])}  # t -> infinity: the steepest (then the highest)
+    on_top |= {int(np.argmax(s * t + b)) for t in mids}
+    return breaks, np.array(sorted(on_top))
+
+
+def bandwidth_kinks_Bps(sc: Scenario) -> tuple:
+    """The WAN bandwidths at which any variant's step changes slope in 1/B, B/s: a tuple of arrays,
+    each broadcastable to (..., variant), NaN where there is none (a superset is harmless: each
+    is one more bracket point of the search).
+
+    With equal links, or a ring (paced by its slowest link), one fragment's communication is
+    A + S/B (S = WAN bytes per link / F / the slowest ring link's relative bandwidth), so the step
+    c + F max(0, A + S/B - (f + tau) c) / H has one kink, where the communication first fits its
+    window:
+
+        B* = S / ((f + tau) c - A)        (where both are > 0; none otherwise)
+
+    On a mesh of links that differ (``sc.links``, per-link values) the WAN term is the
+    largest over links of bytes / B_ij + hops l_ij: add the bandwidths where the largest link
+    changes (the breaks of a static upper envelope, scaled by bytes / (hops x latency)) and each
+    link's own zero of max(0, .).
+    """
+    m = sync_method(sc)
+    parts = fragment_parts_s(sc, method=m)
+    comm = sum_parts(parts)
+    c = col(sc.gpu_compute_s)
+    wan = parts[_WAN]  # one fragment's WAN bytes term at the scenario's own bandwidth
+    window = window_s(c, col(sc.overlap_fraction), m.delay)
+    kinks = [_positive_ratio(wan * col(sc.wan_Bps), window - (comm - wan))]
+    links = _mesh_links(sc)
+    if links is not None:
+        kinks += _mesh_kinks_Bps(sc, links, m, comm - wan - parts[_WAN + 1], window)
+    return tuple(kinks)
+
+
+def _mesh_links(sc: Scenario):
+    """The scenario's per-link table where its links differ (per-link values), else None
+    (equal links: one kink per variant)."""
+    links = getattr(sc, "links", None)
+    return None if links is None or getattr(links, "equal", False) else links
+
+
+def _mesh_kinks_Bps(sc: Scenario, links, m, rest, window) -> list:
+    """:func:`bandwidth_kinks_Bps`'s points of a mesh whose links differ: ``rest`` is a fragment's
+    communication without the WAN (module, ports, d), ``window`` (f + tau) c."""
+    K = int(links.K)
+    i, j = np.array([(i, j) for i in range(K) for j in range(K) if i != j]).T
+    rb = np.asarray(links.bandwidth_rel, dtype=float)[i, j]
+    rl = np.asarray(links.latency_rel, dtype=float)[i, j]
+    t = traffic_B(sc)
+    latency = t.hops * col(sc.wan_latency_s)  # the longest link's hops x l
+    # Link l's term is wan_B / (B rb_l) + latency rl_l: lines in y = wan_B / (B latency) with
+    # static slopes 1 / rb_l and intercepts rl_l.
+    breaks, on_top = envelope_breaks(1.0 / rb, rl)
+    out = []
+    for F in {1.0, *np.unique(np.asarray(m.fragments, dtype=float)).tolist()}:
+        # the pacing link switches (bytes of one sync, or of one fragment)
+        out += [_positive_ratio(t.wan_B / F, y * latency) for y in breaks]
+    for l in on_top:  # each pacing link's own zero of max(0, .)
+        out.append(_positive_ratio(t.wan_B / m.fragments / rb[l], window - rest - latency * rl[l]))
+    return out
+
+
 @partial(jax.jit, static_argnames=("grid", "max_roots", "implicit"))
 def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, *,
                         grid: int = GRID, max_roots: int = MAX_ROOTS,
@@ -162,7 +258,9 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
         r(B) = n_a (c + max(0, Q_a + V_a/B)) / (n_b (c + max(0, Q_b + V_b/B))) - 1,
         Q = F/H (comm_frag - WAN bytes term - (f + tau) c),   V = F/H WAN bytes term x B0
 
-    (comm_frag: one fragment sync's terms, docs/model.md section 14).
+    (comm_frag: one fragment sync's terms, docs/model.md section 14). The bracket points are the
+    coarse grid and both variants' kinks (:func:`bandwidth_kinks_Bps`), so every crossing in range
+    is found and ties over an interval come back as such (``tie_lo``, ``tie_hi``).
 
     Where a variant never reaches the target (steps inf) or was not measured (NaN) there is no
     crossing; the status says who wins throughout or why there is no answer.
@@ -184,9 +282,12 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
       :class:`bandjax.roots.Crossings` with ``x`` in B/s; differentiable in ``sc`` and the steps.
     """
     if sc.links is not None:
+        # the pair's kinks (where max(0, .) switches, and where a mesh's pacing link changes) are
+        # bracket points, so no pair of crossings hides between two coarse cells
+        kinks = [_pick(k, i) for k in bandwidth_kinks_Bps(sc) for i in (ia, ib)]
         return _field_crossings(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps,
                                 parameters(sc).index("wan_Bps"), grid=grid, max_roots=max_roots,
-                                implicit=implicit)
+                                implicit=implicit, extra=kinks)
     m = sync_method(sc)
     comm_parts = fragment_parts_s(sc, method=m)
     comm = sum_parts(comm_parts)
@@ -202,8 +303,12 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
     # so nothing infinite enters the residual or its derivatives.
     ratio = jnp.where(measured, steps_a, 1.0) / jnp.where(measured, steps_b, 1.0)
     theta = (ratio, c, _pick(Q, ia), _pick(V, ia), _pick(Q, ib), _pick(V, ib))
+    # each variant's kink, B* = V / (-Q) (:func:`bandwidth_kinks_Bps`, from the same Q and V)
+    extra = [_positive_ratio(theta[3], -theta[2]), _positive_ratio(theta[5], -theta[4])]
+    if _mesh_links(sc) is not None:
+        extra += [_pick(k, i) for k in bandwidth_kinks_Bps(sc)[1:] for i in (ia, ib)]
     c = _roots.find_crossings(_bandwidth_residual, theta, lo_Bps, hi_Bps, grid=grid,
-                              max_roots=max_roots, implicit=implicit)
+                              max_roots=max_roots, implicit=implicit, extra=extra)
     return _set_aside(c, steps_a, steps_b)
 
 
@@ -228,6 +333,11 @@ def _set_aside(c: Crossings, steps_a, steps_b) -> Crossings:
         a_wins_below=jnp.where(keep, c.a_wins_below, False),
         status=jnp.broadcast_to(status, shape),
         residual=jnp.where(keep, c.residual, jnp.nan),
+        tie_lo=jnp.where(keep, c.tie_lo, jnp.nan),
+        tie_hi=jnp.where(keep, c.tie_hi, jnp.nan),
+        tie_count=jnp.broadcast_to(jnp.where(measured, c.tie_count, 0), shape),
+        tie_below=jnp.where(keep, c.tie_below, 0).astype(jnp.int8),
+        tie_above=jnp.where(keep, c.tie_above, 0).astype(jnp.int8),
     )
 
 
@@ -239,9 +349,10 @@ def all_bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_B
     while True:
         c = _quick_bandwidth(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, grid=grid,
                              max_roots=max_roots)
-        if int(np.max(c.count)) <= max_roots:
+        most = int(max(np.max(c.count), np.max(c.tie_count)))
+        if most <= max_roots:
             return c
-        max_roots = int(np.max(c.count))
+        max_roots = most
 
 
 def field_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo, hi, *, field: str,
@@ -280,7 +391,8 @@ def with_parameter_at(theta, k, value):
 
 
 @partial(jax.jit, static_argnames=("k", "grid", "max_roots", "implicit"))
-def _field_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, k, *, grid, max_roots, implicit=True):
+def _field_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, k, *, grid, max_roots, implicit=True,
+                     extra=None):
     steps_a, steps_b = jnp.asarray(steps_a, dtype=float), jnp.asarray(steps_b, dtype=float)
     # The searched steps are a variable, not a table entry: only the other side's can be missing.
     names = parameters(sc)
@@ -297,8 +409,10 @@ def _field_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, k, *, grid, max_roots
 
     # The pair's indices travel in theta, so they are flattened with the batch.
     theta = (ia, ib, sc, safe(steps_a), safe(steps_b))
+    # extra: more bracket points (over wan_Bps, the pair's kinks: bandwidth_kinks_Bps picked at
+    # ia and ib), as in bandwidth_crossings
     c = _roots.find_crossings(residual, theta, lo, hi, grid=grid, max_roots=max_roots,
-                              implicit=implicit)
+                              implicit=implicit, extra=extra)
     return _set_aside(c, steps_a, steps_b)
 
 
@@ -312,10 +426,14 @@ _quick_field = partial(_jax.quick(_field_crossings,
 
 @dataclass(frozen=True)
 class BreakEven:
-    """Crossings of a and b over one parameter, for every point of the scenario's grid.
+    """Crossings and ties of a and b over one parameter, for every point of the scenario's grid.
 
     ``x`` (..., max_roots) in ``units`` (SI), NaN-padded; ``a_wins_below`` likewise; ``count`` and
-    ``status`` (...,), statuses named by :data:`bandjax.roots.STATUS_NAMES`.
+    ``status`` (...,), statuses named by :data:`bandjax.roots.STATUS_NAMES`. ``tie_lo``/``tie_hi``
+    (..., max_roots): the ends of each interval over which both take equally long (relative
+    difference at most :data:`TIE_RTOL`; NaN-padded), ``tie_count`` (...,), and ``tie_below`` /
+    ``tie_above`` the sign of log(T_a / T_b) just outside each (-1: a faster, +1: b faster, 0: the
+    range's end). A tie is not a crossing.
     """
 
     a: str
@@ -333,29 +451,66 @@ class BreakEven:
     steps_a: np.ndarray
     steps_b: np.ndarray
     links_scaling: str | None = None  # with per-link values: how the searched leaf scales them
+    tie_lo: np.ndarray | None = None
+    tie_hi: np.ndarray | None = None
+    tie_count: np.ndarray | None = None
+    tie_below: np.ndarray | None = None
+    tie_above: np.ndarray | None = None
 
     def at(self, index=()) -> dict:
-        """One grid point's answer: crossings, the winner on each side, and the status name."""
+        """One grid point's answer: crossings, tie intervals, the winner on each piece of the
+        range, and the status name (:func:`describe`)."""
+        ties = {}
+        if self.tie_lo is not None:
+            ties = {k: np.asarray(getattr(self, k))[index]
+                    for k in ("tie_lo", "tie_hi", "tie_count", "tie_below", "tie_above")}
         return describe(self.a, self.b, np.asarray(self.x)[index],
                         np.asarray(self.a_wins_below)[index], np.asarray(self.count)[index],
-                        np.asarray(self.status)[index])
+                        np.asarray(self.status)[index], **ties)
 
 
-def describe(a: str, b: str, x, a_wins_below, count, status) -> dict:
-    """One point's crossings as plain values: ``x`` (the crossings), ``winners`` (who is faster on
-    each of the count + 1 intervals they cut the range into; one entry, None when neither wins,
-    without a crossing) and ``status`` (a name of :data:`STATUS_NAMES`)."""
+TIED = "tie"  # the winner of a piece of the range over which a and b tie
+
+
+def describe(a: str, b: str, x, a_wins_below, count, status, tie_lo=(), tie_hi=(), tie_count=0,
+             tie_below=(), tie_above=()) -> dict:
+    """One point's crossings and ties as plain values.
+
+    Returns a dict: ``x`` (the crossings, ascending), ``ties`` (``[from, to]`` of each interval
+    over which a and b take equally long), ``winners`` (who is faster on each piece the
+    crossings and the ties' ends cut the range into, in order: a variant id, :data:`TIED` on a
+    tie, None where neither reaches the target or there is no answer), ``cuts`` (the len(winners)
+    - 1 points between consecutive pieces) and ``status`` (a name of :data:`STATUS_NAMES`).
+    Without ties, ``winners`` has count + 1 entries (one, when there is no crossing) and ``cuts``
+    is ``x``.
+    """
     n = min(int(count), len(x))
     xs = [float(v) for v in x[:n]]
     below = [bool(v) for v in a_wins_below[:n]]
     name = STATUS_NAMES[int(status)]
-    if n:
-        winners = [a if w else b for w in below] + [b if below[-1] else a]
+    nt = min(int(tie_count), len(tie_lo))
+    ties = [[float(tie_lo[k]), float(tie_hi[k])] for k in range(nt)]
+    side = lambda s: None if int(s) == 0 else (a if int(s) < 0 else b)  # noqa: E731
+    # Crossings and ties along the range: (where, who is faster below, [(cut, next piece), ...]).
+    events = [(xs[k], a if below[k] else b, [(xs[k], b if below[k] else a)]) for k in range(n)]
+    for k in range(nt):
+        up = side(tie_above[k])
+        events.append((ties[k][0], side(tie_below[k]),
+                       [(ties[k][0], TIED)] + ([(ties[k][1], up)] if up else [])))
+    events.sort(key=lambda e: e[0])
+    cuts = []
+    if events:
+        winners = [events[0][1]] if events[0][1] is not None else []
+        for _, _, after in events:
+            for cut, w in after:
+                if winners:
+                    cuts.append(cut)
+                winners.append(w)
     elif name in ("a_wins_throughout", "b_wins_throughout"):
         winners = [a if name == "a_wins_throughout" else b]
     else:
         winners = [None]
-    return {"x": xs, "winners": winners, "status": name}
+    return {"x": xs, "ties": ties, "winners": winners, "cuts": cuts, "status": name}
 
 
 def _default_range(over: str, parameter: str, sc: Scenario, steps: tuple, lo, hi):
@@ -401,6 +556,10 @@ def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
     With per-link values (``sc.links``) ``bandwidth`` is the slowest link's and ``wan_latency_s``
     the longest link's: every link scales in proportion, which ``links_scaling`` says.
 
+    Ties over an interval (equal times, :data:`TIE_RTOL`) come back in ``tie_lo``/``tie_hi``, not as
+    crossings. Over bandwidth their ends are the variants' kinks, exact to rounding; over another
+    parameter they are points of the coarse grid (the tie's true ends lie within one cell).
+
     Returns:
       :class:`BreakEven` (numpy arrays). Under uncertain inputs, :func:`bandjax.break_even` with
       ``samples`` (:mod:`bandjax.answers`).
@@ -421,7 +580,7 @@ def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
         else:
             c = _quick_field(sc, ia, ib, *steps, lo, hi, parameters(sc).index(parameter),
                              grid=grid, max_roots=max_roots)
-        most = int(jnp.max(c.count))
+        most = int(max(np.max(c.count), np.max(c.tie_count)))
         if most <= max_roots:
             break
         max_roots = most
@@ -431,7 +590,9 @@ def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
     return BreakEven(a=a, b=b, basis=basis, over=over, parameter=parameter, units=units,
                      lo=lo, hi=hi, x=np.asarray(c.x), a_wins_below=np.asarray(c.a_wins_below),
                      count=np.asarray(c.count), status=np.asarray(c.status),
-                     steps_a=steps[0], steps_b=steps[1],
+                     steps_a=steps[0], steps_b=steps[1], tie_lo=np.asarray(c.tie_lo),
+                     tie_hi=np.asarray(c.tie_hi), tie_count=np.asarray(c.tie_count),
+                     tie_below=np.asarray(c.tie_below), tie_above=np.asarray(c.tie_above),
                      links_scaling=scaling_note(sc, [parameter]))
 
 

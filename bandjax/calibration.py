@@ -48,7 +48,8 @@ import numpy as np
 
 from . import distributions as _dist
 from .parameters import FIXED_PREFIX, scenario_parameter, with_parameters
-from .scenario import FIELDS, PRESETS, Scenario, field_table, reference, resolve_budget, save
+from .scenario import (FIELDS, PRESETS, Scenario, allowed_text, check_field, field_table, reference,
+                       resolve_budget, save)
 from .step import step_s
 from .units import UNITS, ScenarioError, parse
 
@@ -185,6 +186,8 @@ def _read_file(path: Path) -> list[dict]:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
             raise CalibrationError(f"measurements file {str(path)!r} is not valid TOML: {e}") from None
+        except RecursionError:
+            raise CalibrationError(f"measurements file {str(path)!r}: nested too deeply to read") from None
         tables = [k for k, v in data.items() if isinstance(v, list)]
         if len(tables) != 1:
             raise CalibrationError(f"measurements file {str(path)!r}: expected one array of tables "
@@ -200,7 +203,16 @@ def _read_file(path: Path) -> list[dict]:
     except csv.Error as e:
         raise CalibrationError(f"measurements file {str(path)!r}, line {reader.line_num}: not "
                                f"valid CSV ({e})") from None
-    for r in records:
+    names = [n.strip() for n in reader.fieldnames or ()]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise CalibrationError(f"measurements file {str(path)!r}, line 1: column {twice[0]!r} is "
+                               "named more than once; give each column once")
+    for line, r in enumerate(records, start=2):
+        if r.get(None):  # more cells than the header names
+            raise CalibrationError(f"measurements file {str(path)!r}, row {line - 1}: "
+                                   f"{len(names) + len(r[None])} cells, the header names "
+                                   f"{len(names)}; extra cells {r[None]!r}")
         row = {}
         for k, v in r.items():
             if k is None or v is None or not str(v).strip():
@@ -226,6 +238,8 @@ def _step_values(i: int, row: dict) -> list[float]:
                                f"{', '.join(STEP_UNITS)} (found {given or 'none'})")
     key = given[0]
     raw = row[key]
+    if isinstance(raw, np.ndarray) and raw.ndim == 0:  # a 0-d array is one value
+        raw = raw.item()
     values = list(raw) if isinstance(raw, (list, tuple, np.ndarray)) else [raw]
     if not values:
         raise CalibrationError(f"row {i}: {key} = []: give at least one step time")
@@ -239,6 +253,8 @@ def _step_values(i: int, row: dict) -> list[float]:
                                        "a step_ms column")
             s = parse(where, v, "time")
         else:
+            if isinstance(v, (bool, np.bool_)):
+                raise CalibrationError(f"{where} = {v!r}: expected a number, not a boolean")
             try:
                 s = float(v) * STEP_UNITS[key]
             except (TypeError, ValueError):
@@ -289,9 +305,15 @@ def _row_value(sc: Scenario, i: int, key: str, value) -> dict[str, float]:
             f"row {i}: column {key!r} is not known; allowed: variant, "
             f"{', '.join(STEP_UNITS)}, bandwidth (GB/s), budget (GFLOP/s or free/low/high), model, "
             f"or a numeric scenario field ({', '.join(fields)})")
-    v = parse(where, value, dimension(name))
+    v = parse(where, value.item() if isinstance(value, np.ndarray) and value.ndim == 0 else value,
+              dimension(name))
     if not (math.isfinite(v) and v >= 0):
         raise CalibrationError(f"{where} = {value!r}: must be a finite number >= 0")
+    if name in FIELDS:  # the same range as the scenario file's (utilisation <= 1, whole dcs, ...)
+        try:
+            check_field(name, v)
+        except ScenarioError:
+            raise CalibrationError(f"{where} = {value!r}: must be {allowed_text(name)}") from None
     return {name: v}
 
 

@@ -36,7 +36,16 @@ def is_dimension(values) -> bool:
 def as_list(name, values) -> tuple[list, bool]:
     """(values as a list, whether it is a dimension): a scalar is a scalar coordinate."""
     if not is_dimension(values):
+        if isinstance(values, np.ndarray):  # a 0-d array is its one value
+            values = values.item()
         return [values], False
+    from ._limits import MAX_AXIS_VALUES
+
+    n = len(values) if isinstance(values, (list, tuple)) else np.size(values)
+    if n > MAX_AXIS_VALUES:  # before any copy of them is made
+        raise ValueError(f"{name}: {n:,} values; allowed: at most {MAX_AXIS_VALUES:,} along one "
+                         "axis (bandjax.store.write takes larger sweeps chunk by chunk along "
+                         "several axes)")
     values = list(np.asarray(values).tolist()) if not isinstance(values, (list, tuple)) else list(values)
     if not values:
         raise ValueError(f"{name} = []: give at least one value")

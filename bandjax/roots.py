@@ -17,9 +17,18 @@ Everything broadcasts: theta's leaves, ``lo`` and ``hi`` may have any shapes tha
 common batch shape, and the residual must broadcast x of shape (n, *batch) against them, each
 output element depending only on the x at the same position (an elementwise function of x).
 
-The search assumes only continuity within a grid cell. Two roots closer than one cell of the coarse
-grid (a factor (hi/lo)^(1/(grid-1)) in x) cancel out and are not seen; make ``grid`` finer for
-functions that wiggle. A root where r touches zero without changing sign is not a crossing.
+The search assumes only continuity within a cell. Two roots closer than one cell cancel out and are
+not seen, so a caller that knows where its residual changes form passes those points as ``extra``
+bracket points, merged with the coarse grid: where r is linear (or monotone) between consecutive
+points, each cell holds at most one root and none can hide (the break-evens pass every variant's
+kinks, :mod:`bandjax.breakeven`). Otherwise make ``grid`` finer for functions that wiggle. A root
+where r touches zero without changing sign is not a crossing.
+
+Ties: where |r| <= ``tie_rtol`` (:data:`TIE_RTOL`; r is a relative difference of two times) at both
+ends of a run of cells spanning more than :data:`TIE_MIN_LENGTH` in log x, the two are equal over
+that whole run: a tie interval, reported with its ends (bracket points: exact where the tie starts
+and ends at an ``extra`` point, else to the grid's resolution) and the sign of r just outside it.
+A tie is not a crossing, and a cell that touches one brackets none.
 
 optimistix (``optimistix.root_find`` with ``optimistix.Newton`` and ``ImplicitAdjoint``) solves one
 root of one system; here each grid point holds several independent scalar roots found from coarse
@@ -37,9 +46,16 @@ import jax.numpy as jnp
 import numpy as np
 
 # Why a search returns what it does (``Crossings.status``).
-CROSSES, A_WINS, B_WINS, TIE, NEITHER, NOT_AVAILABLE = range(6)
+CROSSES, A_WINS, B_WINS, TIE, NEITHER, NOT_AVAILABLE, TIE_PART = range(7)
 STATUS_NAMES = ("crosses", "a_wins_throughout", "b_wins_throughout", "tie_throughout",
-                "neither_reaches_target", "not_available")
+                "neither_reaches_target", "not_available", "tie_over_interval")
+
+# Two times are tied where their relative difference |r| is at most this (both compute-bound with
+# equal steps x c give r = 0 exactly; 1e-12 leaves room for rounding in the closed forms).
+TIE_RTOL = 1e-12
+# A tie spans more than this in log x (relative length); shorter runs of |r| <= TIE_RTOL are a
+# crossing at a point that the bracket points hold more than once.
+TIE_MIN_LENGTH = 1e-12
 
 MAX_ITERATIONS = 64  # Newton converges in a handful; bisection alone needs ~50 from a grid cell
 UNROLLED = 4  # Newton steps unrolled ahead of the loop on a large batch
@@ -64,6 +80,13 @@ class Crossings(NamedTuple):
         (:data:`A_WINS`, :data:`B_WINS`, :data:`TIE`) or why there is no answer
         (:data:`NOT_AVAILABLE`: the residual is NaN; callers may refine it to :data:`NEITHER`).
       residual: (..., max_roots) r at each crossing (0 up to rounding; NaN in NaN slots).
+      tie_lo, tie_hi: (..., max_roots) the ends of each interval over which a and b tie (|r| <=
+        :data:`TIE_RTOL`), ascending, in the units of x; NaN where there are fewer.
+      tie_count: (...,) tie intervals found (more than ``max_roots``: only the first are given).
+      tie_below, tie_above: (..., max_roots) int8, the sign of r just below and just above each
+        tie (-1: a is faster, +1: b is faster, 0: the tie reaches the range's end, or r is NaN).
+      status: :data:`TIE` where a and b tie over the whole range; :data:`TIE_PART` where they tie
+        over part of it and never cross.
     """
 
     x: jax.Array
@@ -71,13 +94,23 @@ class Crossings(NamedTuple):
     a_wins_below: jax.Array
     status: jax.Array
     residual: jax.Array
+    tie_lo: jax.Array
+    tie_hi: jax.Array
+    tie_count: jax.Array
+    tie_below: jax.Array
+    tie_above: jax.Array
 
 
 def _validate_range(lo, hi, grid: int, max_roots: int) -> None:
-    if grid < 2:
-        raise ValueError(f"grid = {grid!r}: must be a whole number >= 2 points")
-    if max_roots < 1:
-        raise ValueError(f"max_roots = {max_roots!r}: must be a whole number >= 1")
+    from ._limits import MAX_ROOT_GRID
+
+    def whole(x):
+        return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+    if not (whole(grid) and 2 <= grid <= MAX_ROOT_GRID):
+        raise ValueError(f"grid = {grid!r}: must be a whole number of points in [2, {MAX_ROOT_GRID:,}]")
+    if not (whole(max_roots) and 1 <= max_roots < grid):
+        raise ValueError(f"max_roots = {max_roots!r}: must be a whole number in [1, grid - 1 = "
+                         f"{grid - 1:,}] (a crossing needs a bracket of the grid)")
     lo, hi = _concrete(lo), _concrete(hi)  # None under jit: checked by the caller instead
     for name, v in (("lo", lo), ("hi", hi)):
         if v is not None and not np.all(np.isfinite(v) & (v > 0)):
@@ -95,7 +128,8 @@ def _concrete(v):
 
 
 def find_crossings(residual: Callable, theta, lo, hi, *, grid: int = 32,
-                   max_roots: int = 2, implicit: bool = True) -> Crossings:
+                   max_roots: int = 2, implicit: bool = True, extra=None,
+                   tie_rtol: float = TIE_RTOL) -> Crossings:
     """Every crossing of ``residual(x, theta) = 0`` for x in [lo, hi], for all grid points at once.
 
     Args:
@@ -104,17 +138,22 @@ def find_crossings(residual: Callable, theta, lo, hi, *, grid: int = 32,
       theta: a PyTree of arrays (the parameters); gradients of the result flow to it.
       lo, hi: the range of x (> 0, same units as x), scalars or arrays broadcasting to the batch.
       grid: points of the coarse log-uniform grid that finds the brackets (static).
-      max_roots: how many crossings per grid point to refine (static).
+      max_roots: how many crossings (and tie intervals) per grid point to refine (static).
       implicit: give the crossings their derivative in ``theta`` (static; ``False`` for a caller
         that only wants the values: one tracing of the residual's derivative less to compile).
+      extra: None, or a sequence of arrays broadcasting to the batch: more bracket points (x
+        values; NaN or outside (lo, hi): none), such as the points where r changes form. Tie ends
+        that fall on them are exact and differentiable through them.
+      tie_rtol: |r| at or below this counts as equal (:data:`TIE_RTOL`).
 
     Returns:
       :class:`Crossings`. ``jax.jit``-able (with ``residual``, ``grid``, ``max_roots`` static) and
       differentiable in ``theta`` (first order, by the implicit function theorem).
     """
     _validate_range(lo, hi, grid, max_roots)
+    extra = () if extra is None else tuple(extra)
     batch = jnp.broadcast_shapes(*(jnp.shape(v) for v in jax.tree.leaves(theta)),
-                                 jnp.shape(lo), jnp.shape(hi))
+                                 jnp.shape(lo), jnp.shape(hi), *(jnp.shape(e) for e in extra))
     size = math.prod(batch)
     # The search runs on a flat batch: elementwise code on (n, size) arrays compiles to simple
     # loops, where high-rank broadcasting and gathers are many times slower on CPU.
@@ -132,27 +171,81 @@ def find_crossings(residual: Callable, theta, lo, hi, *, grid: int = 32,
         return jnp.where(k >= grid - 1, u_hi, u_lo + (k / (grid - 1)) * (u_hi - u_lo))
 
     u_grid = u_at(jnp.arange(grid, dtype=float)[:, None])  # (grid, size) or (grid, 1)
-    g = jnp.broadcast_to(f(u_grid, sg_theta), (grid, size))
+    m = len(extra)
+    if m:
+        # The extra points join the grid, in order; one outside the open range becomes a copy of
+        # lo (a cell of length 0 brackets nothing).
+        e = jnp.stack([flat(v) for v in extra])  # (m, size)
+        ok = jnp.isfinite(e) & (e > 0)
+        u_e = jnp.log(jnp.where(ok, e, 1.0))
+        inside = ok & (u_e > u_lo) & (u_e < u_hi)
+        u_e = jnp.where(inside, u_e, u_lo)
+        # (where none is inside the range anywhere, they are all copies of lo: put them first)
+        first = lambda _: jnp.concatenate([jnp.broadcast_to(u_lo, (m, size)),  # noqa: E731
+                                           jnp.broadcast_to(u_grid, (grid, size))])
+        u_pts = jax.lax.cond(jnp.any(inside), lambda _: _merge(u_grid, u_e), first, None)
+    else:
+        u_pts = u_grid
+    n = u_pts.shape[0]
+    u_sg = jax.lax.stop_gradient(u_pts)
+    g = jnp.broadcast_to(f(u_sg, sg_theta), (n, size))
+    u_full = jnp.broadcast_to(u_pts, (n, size))
+    cells = jnp.arange(n - 1)[:, None]
+    points = jnp.arange(n)[:, None]
+    at_cell = lambda row, kk: jnp.sum(jnp.where(cells == kk, row, 0.0), axis=0)  # noqa: E731
+    at_point = lambda row, kk: jnp.sum(jnp.where(points == kk, row, 0.0), axis=0)  # noqa: E731
 
-    # Brackets: cells whose ends are both numbers and have opposite signs (0 counts as positive).
+    # Ties: runs of cells with |r| <= tie_rtol at both ends, longer than TIE_MIN_LENGTH. A cell of
+    # (nearly) length 0 (a point given twice) joins a tie only next to one of positive length:
+    # alone it is a crossing on that point. Such cells come from the extra points, so at most m
+    # follow one another.
+    no = jnp.zeros((1, size), bool)
+    below = lambda v: jnp.concatenate([v, no])  # noqa: E731  (cell k -> point k)
+    above = lambda v: jnp.concatenate([no, v])  # noqa: E731  (cell k -> point k + 1)
+    zero = jnp.abs(g) <= tie_rtol  # False where NaN
+    seg = zero[:-1] & zero[1:]
+
+    def tie_points(_):
+        longer = (u_sg[1:] - u_sg[:-1]) > TIE_MIN_LENGTH
+        pt = below(seg & longer) | above(seg & longer)
+        for _ in range(m):
+            joined = seg & ~longer & (pt[:-1] | pt[1:])
+            pt = pt | below(joined) | above(joined)
+        return pt
+
+    # (most searches have no two equal points in a row: skip the rest)
+    tie_pt = jax.lax.cond(jnp.any(seg), tie_points, lambda _: jnp.zeros((n, size), bool), None)
+    tie_seg = seg & tie_pt[:-1] & tie_pt[1:]
+    tie_first = tie_seg & ~jnp.concatenate([no, tie_seg[:-1]])
+    tie_last = tie_seg & ~jnp.concatenate([tie_seg[1:], no])
+    tie_count = jnp.sum(tie_first, axis=0)
+
+    # Brackets: cells whose ends are both numbers, off any tie, with opposite signs (0 counts as
+    # positive).
     pos = g >= 0
     is_nan = jnp.isnan(g)
-    bracket = (pos[:-1] != pos[1:]) & ~is_nan[:-1] & ~is_nan[1:]  # (grid-1, size)
+    bracket = (pos[:-1] != pos[1:]) & ~is_nan[:-1] & ~is_nan[1:] & ~tie_pt[:-1] & ~tie_pt[1:]
     count = jnp.sum(bracket, axis=0)
-    # The first max_roots brackets, by repeated minimum (cumsum and gathers are slow on CPU).
-    cells = jnp.arange(grid - 1)[:, None]
-    first = []
-    for _ in range(max_roots):
-        k = jnp.min(jnp.where(bracket, cells, grid), axis=0)
-        first.append(k)
-        bracket = bracket & (cells > k)
-    k = jnp.stack(first)  # (max_roots, size); grid where there is none
-    found = k < grid
+    # The first max_roots brackets (and ties), by repeated minimum (cumsum and gathers are slow
+    # on CPU).
+    def firsts(mask):
+        out = []
+        for _ in range(max_roots):
+            k = jnp.min(jnp.where(mask, cells, n), axis=0)
+            out.append(k)
+            mask = mask & (cells > k)
+        return jnp.stack(out)  # (max_roots, size); n where there is none
+
+    k = firsts(bracket)
+    found = k < n
     k = jnp.where(found, k, 0).astype(float)
-    a0, b0 = jnp.broadcast_to(u_at(k), k.shape), jnp.broadcast_to(u_at(k + 1), k.shape)
+    if extra:
+        a0 = jnp.stack([at_cell(u_sg[:-1], kk) for kk in k])
+        b0 = jnp.stack([at_cell(u_sg[1:], kk) for kk in k])
+    else:
+        a0, b0 = jnp.broadcast_to(u_at(k), k.shape), jnp.broadcast_to(u_at(k + 1), k.shape)
     small = size < LARGE_BATCH
     if small:  # r at the bracket's ends read off the coarse grid: the residual traced once less
-        at_cell = lambda row, kk: jnp.sum(jnp.where(cells == kk, row, 0.0), axis=0)  # noqa: E731
         ga = jnp.stack([at_cell(g[:-1], kk) for kk in k])  # exact: one term is selected
         gb = jnp.stack([at_cell(g[1:], kk) for kk in k])
     else:  # on a large batch those sums cost more than evaluating both ends at once
@@ -173,11 +266,36 @@ def find_crossings(residual: Callable, theta, lo, hi, *, grid: int = 32,
         r = jnp.broadcast_to(f(u_star, sg_theta), u_star.shape)
         u_out = jnp.where(found, u_star, jnp.nan)
 
+    # Tie intervals: their ends are bracket points (differentiable through ``extra``), and the
+    # sign of r at the points just outside them. Only computed where some point has one.
+    def tie_ends(_):
+        t0, t1 = firsts(tie_first), firsts(tie_last)
+        has_tie = t0 < n
+        t0, t1 = jnp.where(has_tie, t0, 0), jnp.where(has_tie, t1, 0)
+        # (the range's own ends where a tie reaches them, rather than exp(log(lo)))
+        lo_ = jnp.where(t0 == 0, flat(lo), jnp.exp(jnp.stack([at_cell(u_full[:-1], kk) for kk in t0])))
+        hi_ = jnp.where(t1 == n - 2, flat(hi), jnp.exp(jnp.stack([at_cell(u_full[1:], kk) for kk in t1])))
+
+        def side(kk):  # the sign of r at point kk: 0 outside the range or where r is NaN
+            v = jnp.stack([at_point(g, p) for p in kk])
+            inside = has_tie & (kk >= 0) & (kk < n)
+            return jnp.where(inside & (v < 0), -1, jnp.where(inside & (v > 0), 1, 0)).astype(jnp.int8)
+
+        return (jnp.where(has_tie, lo_, jnp.nan), jnp.where(has_tie, hi_, jnp.nan),
+                side(t0 - 1), side(t1 + 2))
+
+    def no_ties(_):
+        nan = jnp.full((max_roots, size), jnp.nan, dtype=u_full.dtype)
+        zero_side = jnp.zeros((max_roots, size), jnp.int8)
+        return nan, nan, zero_side, zero_side
+
+    tie_lo, tie_hi, tie_below, tie_above = jax.lax.cond(jnp.any(tie_count > 0), tie_ends, no_ties, None)
+
     a_wins_below = found & (ga < 0)
     status = jnp.select(
-        [count > 0, jnp.any(is_nan, axis=0), jnp.all(g == 0, axis=0), jnp.all(g <= 0, axis=0),
-         jnp.all(g >= 0, axis=0)],
-        [CROSSES, NOT_AVAILABLE, TIE, A_WINS, B_WINS], NOT_AVAILABLE).astype(jnp.int8)
+        [count > 0, jnp.any(is_nan, axis=0), jnp.all(tie_pt, axis=0), tie_count > 0,
+         jnp.all(g <= 0, axis=0), jnp.all(g >= 0, axis=0)],
+        [CROSSES, NOT_AVAILABLE, TIE, TIE_PART, A_WINS, B_WINS], NOT_AVAILABLE).astype(jnp.int8)
     per_root = lambda a: jnp.moveaxis(a, 0, -1).reshape(*batch, max_roots)  # noqa: E731
     return Crossings(
         x=per_root(jnp.exp(u_out)),
@@ -185,7 +303,36 @@ def find_crossings(residual: Callable, theta, lo, hi, *, grid: int = 32,
         a_wins_below=per_root(a_wins_below),
         status=status.reshape(batch),
         residual=per_root(jnp.where(found, jax.lax.stop_gradient(r), jnp.nan)),
+        tie_lo=per_root(tie_lo),
+        tie_hi=per_root(tie_hi),
+        tie_count=tie_count.reshape(batch),
+        tie_below=per_root(tie_below),
+        tie_above=per_root(tie_above),
     )
+
+
+def _merge(u_grid, u_e):
+    """The grid's points (grid, size or 1), ascending, and the extra points (m, size), merged in
+    ascending order: (grid + m, size). By rank, with selects (no sort: m is small)."""
+    m, size = u_e.shape
+    grid = u_grid.shape[0]
+    if m == 1:
+        e = u_e
+    elif m == 2:
+        e = jnp.stack([jnp.minimum(u_e[0], u_e[1]), jnp.maximum(u_e[0], u_e[1])])
+    else:
+        e = jnp.sort(u_e, axis=0)
+    # rank of extra j among all points: j + the grid points strictly below it
+    pos = jnp.arange(m)[:, None] + jnp.sum(u_grid[:, None, :] < e[None], axis=0)  # (m, size)
+    r = jnp.arange(grid + m)[:, None]
+    before = sum((pos[j][None] < r).astype(int) for j in range(m))  # extras below point r
+    # point r is grid point r - before where no extra sits at r
+    shifted = [jnp.concatenate([jnp.repeat(u_grid[:1], c, axis=0), u_grid,
+                                jnp.repeat(u_grid[-1:], m - c, axis=0)]) for c in range(m + 1)]
+    out = sum(jnp.where(before == c, shifted[c], 0.0) for c in range(m + 1))
+    for j in range(m):
+        out = jnp.where(pos[j][None] == r, e[j][None], out)
+    return jnp.broadcast_to(out, (grid + m, size))
 
 
 def _refine(f, theta, a, b, ga, gb, active, unrolled=UNROLLED):

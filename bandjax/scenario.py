@@ -123,7 +123,9 @@ class Steps:
             return math.nan if any(math.isnan(x) for x in values) else max(values)
         measured = dict(self.measured)
         if v.steps == "flat":
-            return float(measured[variant_id]) if variant_id in measured else math.nan
+            if variant_id not in measured:
+                return math.nan
+            return math.inf if measured[variant_id] == NEVER else float(measured[variant_id])
         table = dict(dict(self.by_enob).get(variant_id, ()))
         if enob in table:
             value = table[enob]
@@ -233,13 +235,11 @@ def check_field(name: str, value, *, whole: bool = True) -> None:
     counts that must be whole in a file or a sweep (n, K) take any value in their range:
     :meth:`Scenario.replace` does, so that derivatives in n can be checked by finite differences.
     """
-    if isinstance(value, (bool, np.bool_)):
-        raise ScenarioError(f"{_where(name)} = {value!r}: expected a number, not a boolean")
-    if not isinstance(value, (int, float, np.ndarray, np.number, list, tuple)):
+    x = _numbers(_where(name), value, f"a number, {allowed_text(name)}")
+    if x is None:
         return
     lo, lo_ok, hi, hi_ok, must_be_whole, inf_ok = LIMITS[name]
     must_be_whole = must_be_whole and (whole or name == "topology")
-    x = np.asarray(value, dtype=float).ravel()
     with np.errstate(invalid="ignore"):
         good = (x > lo) | (lo_ok & (x == lo))
         good &= (x < hi) | (hi_ok & (x == hi)) | (inf_ok & (x == math.inf))
@@ -252,13 +252,33 @@ def check_field(name: str, value, *, whole: bool = True) -> None:
         raise ScenarioError(f"{_where(name)} = {shown!r}: must be {allowed_text(name)}")
 
 
+def _numbers(where: str, value, allowed: str):
+    """``value`` as a flat float array, or None where it is not concrete (a jax array or tracer:
+    not checked here); a boolean, text, None, a complex number, an empty array or anything else
+    that is not real numbers raises :class:`ScenarioError` naming ``where`` and the value."""
+    if type(value).__module__.startswith("jax"):
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        raise ScenarioError(f"{where} = {value!r}: expected a number, not a boolean")
+    if not isinstance(value, (int, float, np.ndarray, np.number, list, tuple)):
+        raise ScenarioError(f"{where} = {value!r}: expected {allowed}, not {type(value).__name__}")
+    try:
+        x = np.asarray(value)
+    except (ValueError, TypeError):  # ragged lists
+        raise ScenarioError(f"{where} = {value!r}: expected {allowed}") from None
+    if x.dtype.kind not in "iuf":
+        what = {"b": "booleans", "c": "complex numbers", "U": "text", "S": "text"}.get(x.dtype.kind, "not numbers")
+        raise ScenarioError(f"{where} = {value!r}: expected {allowed}, got {what}")
+    if x.size == 0:
+        raise ScenarioError(f"{where} = {value!r}: empty; expected {allowed}")
+    return x.astype(float).ravel()
+
+
 def _check_active(value) -> None:
     """active_params: > 0 parameters (None: the same as params)."""
-    if isinstance(value, (bool, np.bool_)):
-        raise ScenarioError(f"[model] active_params = {value!r}: expected a number, not a boolean")
-    if not isinstance(value, (int, float, np.ndarray, np.number, list, tuple)):
+    x = _numbers("[model] active_params", value, "a number > 0 parameters")
+    if x is None:
         return  # a tracer: not checked
-    x = np.asarray(value, dtype=float).ravel()
     good = np.isfinite(x) & (x > 0)
     if not np.all(good):
         raise ScenarioError(f"[model] active_params = {float(x[np.argmin(good)])!r}: must be > 0 "
@@ -352,8 +372,16 @@ class Scenario:
         the new P and utilisation. Counts that a file or a sweep requires whole (n, K) may take
         any value in their range here (a continuous extension, for derivatives).
         """
+        unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(self)} - {"gpu_compute_s"})
+        if unknown:
+            raise ScenarioError(f"Scenario.replace: {', '.join(unknown)} is not a scenario field; "
+                                f"allowed: {', '.join(f.name for f in dataclasses.fields(self))}, "
+                                "gpu_compute_s")
         if "gpu_compute_s" in changes:
             c = changes.pop("gpu_compute_s")
+            cx = _numbers("[model] gpu_compute", c, "a time > 0 s")
+            if cx is not None and not np.all(np.isfinite(cx) & (cx > 0)):
+                raise ScenarioError(f"[model] gpu_compute = {_time_text(c)}: must be a finite time > 0 s")
             get = lambda k: changes.get(k, getattr(self, k))  # noqa: E731
             active = get("active_params")
             changes["gpu_peak_FLOPs"] = (get("flops_per_param_token")
@@ -382,7 +410,16 @@ class Scenario:
                 check_field(name, value, whole=False)
         if changes.get("active_params") is not None:
             _check_active(changes["active_params"])
-        return dataclasses.replace(self, **changes)
+        if "variants" in changes:
+            _check_variants(changes["variants"])
+        if "steps" in changes and not isinstance(changes["steps"], Steps):
+            raise ScenarioError(f"steps = {changes['steps']!r}: expected a bandjax.Steps "
+                                "(measured steps to the target loss)")
+        out = dataclasses.replace(self, **changes)
+        if "fixed_s" in changes or "variants" in changes:
+            _check_fixed(out)
+        _check_relations(out)
+        return out
 
     def with_links(self, bandwidth, latency=None, names=None) -> "Scenario":
         """This scenario with a bandwidth and a latency per directed link (docs/model.md
@@ -479,6 +516,7 @@ class Scenario:
         _variants.check_registry(registry)
         check_methods((v,), self.sync_every_H)
         fixed = {**self.fixed_s, v.id: v.d_s if d_s is None else d_s}
+        _check_fixed(dataclasses.replace(self, variants=registry, fixed_s=fixed))
         s = self.steps
         measured = dict(s.measured)
         by_enob = dict(s.by_enob)
@@ -512,6 +550,9 @@ def budget_value(budget) -> float:
         if budget == "free":
             return math.inf
         raise ValueError(f"budget = {budget!r}: expected 'free', 'low', 'high' or GFLOP/s > 0")
+    if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, (int, float, np.integer, np.floating)):
+        raise ValueError(f"budget = {budget!r}: expected 'free', 'low', 'high' or a number of "
+                         "GFLOP/s > 0")
     value = float(budget)
     if not value > 0:
         raise ValueError(f"budget = {budget!r}: must be > 0 GFLOP/s, or 'free'")
@@ -527,13 +568,26 @@ def resolve_budget(scenario: Scenario, budget) -> float:
     return budget_value(budget)
 
 
-def validate(sc: Scenario) -> Scenario:
-    """Check every value; raise :class:`ScenarioError` naming the first bad one."""
-    for name in FIELDS:
-        check_field(name, getattr(sc, name))
-    if sc.active_params is not None:
-        _check_active(sc.active_params)
-    check_methods(sc.variants, sc.sync_every_H)
+def _time_text(value) -> str:
+    """A time as typed for a message: in ms where it is a plain number of seconds."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return repr(format_quantity(float(value), "time"))
+    return repr(value)
+
+
+def _check_variants(registry) -> None:
+    if not (isinstance(registry, tuple) and all(isinstance(v, Variant) for v in registry)):
+        raise ScenarioError(f"variants = {registry!r}: expected a tuple of bandjax.Variant")
+    try:
+        _variants.check_registry(registry)
+    except ValueError as e:
+        raise ScenarioError(f"[{VARIANTS_SECTION}] {e}") from None
+
+
+def _check_fixed(sc: Scenario) -> None:
+    """fixed_s: one d per variant of the registry, each a finite time >= 0 s."""
+    if not isinstance(sc.fixed_s, dict):
+        raise ScenarioError(f"fixed_s = {sc.fixed_s!r}: expected a mapping variant id -> d, s")
     ids = sc.ids
     unknown = set(sc.fixed_s) - set(ids)
     missing = set(ids) - set(sc.fixed_s)
@@ -541,12 +595,62 @@ def validate(sc: Scenario) -> Scenario:
         raise ScenarioError(f"[{FIXED_SECTION}] keys {sorted(unknown) or sorted(missing)} "
                             f"{'are not variants' if unknown else 'are missing'}; "
                             f"allowed: {', '.join(ids)}")
-    if sc.links is not None and not np.all(np.asarray(sc.dcs, dtype=float) == sc.links.K):
+    dcs = None if sc.links is None else _numbers("[cluster] dcs", sc.dcs, "a whole number >= 2")
+    if dcs is not None and not np.all(dcs == sc.links.K):  # a traced K (derivatives) is not checked
         raise ScenarioError(f"[cluster] dcs = {sc.dcs!r}: the links table has {sc.links.K} DCs "
                             f"({', '.join(sc.links.names)}); K comes from it")
     for vid, d in sc.fixed_s.items():
-        if not float(d) >= 0 or math.isinf(float(d)):
-            raise ScenarioError(f"[{FIXED_SECTION}] {vid} = {d!r}: must be >= 0 s and finite")
+        x = _numbers(f"[{FIXED_SECTION}] {vid}", d, "a time >= 0 s")
+        if x is not None and not np.all(np.isfinite(x) & (x >= 0)):
+            bad = float(x[np.argmin(np.isfinite(x) & (x >= 0))])
+            raise ScenarioError(f"[{FIXED_SECTION}] {vid} = {_time_text(bad)}: must be a finite "
+                                "time >= 0 s")
+
+
+def _concrete_floats(*values):
+    """The values as float arrays, or None if any is not concrete (a jax array or tracer)."""
+    if any(type(v).__module__.startswith("jax") for v in values):
+        return None
+    return [np.asarray(v, dtype=float) for v in values]
+
+
+def _check_relations(sc: Scenario) -> None:
+    """What holds between fields: budget_low <= budget_high, and the byte counts derived from
+    the parameters finite (params = 1e308 would make the dense delta inf bytes)."""
+    pair = _concrete_floats(sc.budget_low_FLOPs, sc.budget_high_FLOPs)
+    if pair is not None and not np.all(pair[0] <= pair[1]):
+        raise ScenarioError(f"[module] budget_low = {format_quantity(float(np.max(pair[0])), 'flop_rate')!r} "
+                            f"is above budget_high = {format_quantity(float(np.min(pair[1])), 'flop_rate')!r}: "
+                            "budget_low must be <= budget_high")
+    sizes = _concrete_floats(sc.params, sc.dense_bytes_per_param, sc.topk_bytes_per_value)
+    if sizes is not None:
+        per_param = max([float(np.max(sizes[1])), float(np.max(sizes[2])), 4.0]
+                        + [v.bytes_per_param for v in sc.variants if v.bytes_per_param])
+        with np.errstate(over="ignore"):
+            largest = float(np.max(sizes[0])) * per_param
+        if not math.isfinite(largest) or largest > MAX_BYTES:
+            raise ScenarioError(f"[model] params = {float(np.max(sizes[0])):g}: "
+                                f"its byte counts (x {per_param:g} B a parameter) would overflow; "
+                                f"at most {MAX_BYTES / per_param:.3g} parameters")
+
+
+MAX_BYTES = 1e200
+"""Largest byte count the model's derived sizes may reach (well inside a 64-bit float, with room
+for the products the closed forms take of it)."""
+
+
+def validate(sc: Scenario) -> Scenario:
+    """Check every value; raise :class:`ScenarioError` naming the first bad one."""
+    _check_variants(sc.variants)
+    if not isinstance(sc.steps, Steps):
+        raise ScenarioError(f"steps = {sc.steps!r}: expected a bandjax.Steps")
+    for name in FIELDS:
+        check_field(name, getattr(sc, name))
+    if sc.active_params is not None:
+        _check_active(sc.active_params)
+    check_methods(sc.variants, sc.sync_every_H)
+    _check_fixed(sc)
+    _check_relations(sc)
     enobs = sc.steps.measured_enobs(registry=sc.variants)
     if enobs and float(sc.enob) not in enobs:
         raise ScenarioError(f"[band] enob = {sc.enob!r}: outside the steps table; measured ENOB: "
@@ -615,11 +719,16 @@ def _variant_from_toml(vid: str, table: dict, default: Variant | None) -> Varian
         elif key == "bytes_per_param":
             kw["bytes_per_param"] = parse(f"{where} bytes_per_param", value, "count")
         elif key == "rule":
-            if not (isinstance(value, dict) and set(value) == {"hypothesis", "exact"}):
+            if not (isinstance(value, dict) and set(value) == {"hypothesis", "exact"}
+                    and all(isinstance(ids, list) and ids and all(isinstance(i, str) for i in ids)
+                            for ids in value.values())):
                 raise ScenarioError(f"{where} rule = {value!r}: expected {{hypothesis = [ids], exact = [ids]}}")
             kw["rule"] = Rule(tuple(value["hypothesis"]), tuple(value["exact"]))
         elif key == "colour":
-            kw["colour"] = int(parse(f"{where} colour", value, "count"))
+            x = parse(f"{where} colour", value, "count")
+            if not (math.isfinite(x) and x == round(x) and 0 <= x < 1000):
+                raise ScenarioError(f"{where} colour = {value!r}: must be a whole number in [0, 1000)")
+            kw["colour"] = int(x)
         elif key in _METHOD_ALLOWED:
             x = parse(f"{where} {key}", value, "count")
             lowest = 0 if key == "delay" else 1
@@ -663,7 +772,8 @@ def to_toml_dict(sc: Scenario) -> dict:
             out[VARIANTS_SECTION]["only"] = list(sc.ids)
     s = sc.steps
     table: dict[str, Any] = {"target_loss": s.target_loss}
-    table.update({vid: int(n) if float(n).is_integer() else n for vid, n in s.measured})
+    table.update({vid: n if n == NEVER else int(n) if float(n).is_integer() else n
+                  for vid, n in s.measured})
     for vid, entries in s.by_enob:
         table[vid] = {str(e): (n if n == NEVER else int(n)) for e, n in entries}
     out["steps"] = table
@@ -809,6 +919,7 @@ def _registry_from_toml(table: dict) -> tuple[Variant, ...]:
     out = tuple(registry.values())
     try:
         _variants.check_registry(out)
+        _variants.check_shorts(out)
     except ValueError as e:
         raise ScenarioError(f"[{VARIANTS_SECTION}] {e}") from None
     return out
@@ -941,6 +1052,8 @@ def _steps_from_toml(table: dict, registry: tuple[Variant, ...]) -> tuple[Steps,
         where = f"[steps] {key}"
         if key == "target_loss":
             target = parse(where, value, "count")
+            if not (math.isfinite(target) and target > 0):
+                raise ScenarioError(f"{where} = {value!r}: must be a finite loss > 0")
         elif key in ("hypothesis_from", "exact_from"):
             if value not in with_steps:
                 raise ScenarioError(f"{where} = {value!r}: must name a variant with its own steps; "
@@ -983,8 +1096,9 @@ def _steps_from_toml(table: dict, registry: tuple[Variant, ...]) -> tuple[Steps,
 def _steps_value(where: str, value):
     if value == NEVER:
         return NEVER
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ScenarioError(f"{where} = {value!r}: steps must be a number > 0 or \"never\"")
+    if (isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating))
+            or not (value > 0 and math.isfinite(value))):
+        raise ScenarioError(f"{where} = {value!r}: steps must be a finite number > 0 or \"never\"")
     return float(value)
 
 
@@ -1000,6 +1114,8 @@ def load(path: str | os.PathLike) -> Scenario:
         raise ScenarioError(f"scenario file {os.fspath(path)!r} does not exist") from None
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(f"scenario file {os.fspath(path)!r} is not valid TOML: {e}") from None
+    except RecursionError:
+        raise ScenarioError(f"scenario file {os.fspath(path)!r}: nested too deeply to read") from None
     return from_toml_dict(data)
 
 

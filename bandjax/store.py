@@ -31,6 +31,7 @@ from __future__ import annotations
 import builtins
 import collections
 import json
+import math
 import os
 import shutil
 import time
@@ -39,6 +40,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from ._limits import MAX_CHUNKS, MAX_STORE_POINTS, MIN_CHUNK_B, describe_bytes
 from .grid import sweep
 
 OF = ("sweep", "winner")  # what a store holds: the sweep's Dataset or the winner map's
@@ -251,16 +253,23 @@ class _Dask:
                               "pip install 'dask[distributed]'") from None
         self.cluster = None
         if scheduler == "local":
-            self.cluster = LocalCluster(n_workers=LOCAL_WORKERS, threads_per_worker=1,
-                                        processes=True, dashboard_address=":0")
-            self.client = Client(self.cluster)
+            from ._io import children_ignore_interrupt
+
+            with children_ignore_interrupt():  # the command answers a Ctrl-C, quietly
+                self.cluster = LocalCluster(n_workers=LOCAL_WORKERS, threads_per_worker=1,
+                                            processes=True, dashboard_address=":0")
+                self.client = Client(self.cluster)
         elif isinstance(scheduler, str) and "://" in scheduler:
+            # probed first, bounded: a port that accepts but never answers is refused in
+            # CONNECT_TIMEOUT_S, as `bandjax wan` does
+            from events.runner import connect
+
             try:
-                self.client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
-            except (OSError, TimeoutError) as e:
-                raise ConnectionError(
-                    f"scheduler = {scheduler!r}: no dask scheduler answered within "
-                    f"{CONNECT_TIMEOUT_S:g} s ({type(e).__name__}: {e})") from None
+                self.client = connect(scheduler, CONNECT_TIMEOUT_S)
+            except ConnectionError as e:
+                cause = str(e).rsplit(" (", 1)[-1].rstrip(")") if " (" in str(e) else "no answer"
+                raise ConnectionError(f"scheduler = {scheduler!r}: no dask scheduler answered "
+                                      f"within {CONNECT_TIMEOUT_S:g} s ({cause})") from None
         else:
             raise ValueError(f"scheduler = {scheduler!r} is not known; allowed: None (in process), "
                              "'local' (a 2-worker LocalCluster) or an address 'tcp://host:port'")
@@ -280,6 +289,33 @@ class _Dask:
         self.client.close()
         if self.cluster is not None:
             self.cluster.close()
+
+
+def _check_points(sweep_args: dict) -> None:
+    points = math.prod(int(np.size(v)) for k, v in sweep_args.items()
+                       if k != "quantities" and not isinstance(v, (str, bytes)) and np.ndim(v) > 0)
+    if points > MAX_STORE_POINTS:
+        raise ValueError(f"store: {points:,} grid points; allowed: at most {MAX_STORE_POINTS:,} "
+                         "(bandjax._limits.MAX_STORE_POINTS)")
+
+
+def _check_work(sweep_args: dict, n_values: int, per_chunk: int, slice_B: float, path: Path) -> None:
+    """Refuse, before anything is computed or written, a store of more than MAX_STORE_POINTS grid
+    points, more than MAX_CHUNKS chunks or more bytes than the disk under ``path`` has free."""
+    _check_points(sweep_args)
+    chunks = -(-n_values // per_chunk)
+    if chunks > MAX_CHUNKS:
+        raise ValueError(f"store: {chunks:,} chunks of {per_chunk:,} values; allowed: at most "
+                         f"{MAX_CHUNKS:,}; give a larger chunk_B")
+    need = slice_B * n_values  # uncompressed: the most the store can take
+    parent = path.resolve().parent
+    try:
+        free = shutil.disk_usage(parent if parent.exists() else Path.cwd()).free
+    except OSError:
+        return
+    if need > free:
+        raise ValueError(f"store: up to {describe_bytes(need)} to write under {str(parent)!r}, "
+                         f"which has {describe_bytes(free)} free")
 
 
 def write(path: str | os.PathLike, scenario=None, *, chunk_dim: str | None = None,
@@ -319,14 +355,18 @@ def write(path: str | os.PathLike, scenario=None, *, chunk_dim: str | None = Non
     import jax
     from tqdm.auto import tqdm
 
-    if isinstance(chunk_B, bool) or not isinstance(chunk_B, (int, float)) or not chunk_B > 0:
-        raise ValueError(f"chunk_B = {chunk_B!r}: must be a number of bytes > 0")
+    if (isinstance(chunk_B, (bool, np.bool_)) or not isinstance(chunk_B, (int, float, np.integer, np.floating))
+            or not (math.isfinite(chunk_B) and chunk_B >= MIN_CHUNK_B)):
+        raise ValueError(f"chunk_B = {chunk_B!r}: must be a finite number of bytes >= "
+                         f"{MIN_CHUNK_B:,}")
+    chunk_B = float(chunk_B)
     if scheduler is not None and not (scheduler == "local" or (isinstance(scheduler, str)
                                                                and "://" in scheduler)):
         raise ValueError(f"scheduler = {scheduler!r} is not known; allowed: None (in process), "
                          "'local' (a 2-worker LocalCluster) or an address 'tcp://host:port'")
     if of not in OF:
         raise ValueError(f"of = {of!r} is not known; allowed: {', '.join(OF)}")
+    _check_points(sweep_args)  # before any copy of the values is made or anything computed
     compute = _compute(of)
     path = Path(path)
     _check_names(path)
@@ -347,6 +387,7 @@ def write(path: str | os.PathLike, scenario=None, *, chunk_dim: str | None = Non
         widths = {k: labels[k].dtype for k in text}
     del probe
 
+    _check_work(sweep_args, len(values), per_chunk, slice_B, path)
     starts = builtins.range(0, len(values), per_chunk)
     x64 = bool(jax.config.jax_enable_x64)
     fn = _Chunker(scenario, sweep_args, dim, values, per_chunk, widths, x64, of)

@@ -214,6 +214,7 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
         if set(map(type, vals)) <= {float, int}:  # plain numbers: at once
             floats = np.asarray(vals, dtype=float).tolist()
         else:
+            check_field(name, vals)  # text, None, complex: named before any conversion
             floats = [float(x) if not isinstance(x, bool) else x for x in vals]
         check_field(name, floats)
         add(name, values, floats, {name: floats}, {"units": SI[FIELDS[name][2]]}

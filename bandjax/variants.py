@@ -21,6 +21,7 @@ A ring uses K directed links, a mesh K(K-1); at K = 2 both are the study's two W
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -32,6 +33,10 @@ COLLECTIVES = ("ring_allreduce", "allgather", "in_network")
 TOPOLOGIES = ("ring", "mesh")  # the numeric leaf Scenario.topology is the index in this tuple
 STEPS_SOURCES = ("flat", "enob", "rule")
 NEVER = "never"
+ID_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}")
+"""What a variant id may be: it is a key of files and of results.json, so it is kept plain."""
+MAX_NAME_CHARS = 200
+"""Longest label or short label a variant may have (they are printed in tables and legends)."""
 
 
 class Traffic(NamedTuple):
@@ -113,6 +118,26 @@ class Variant:
         def bad(what, value, allowed):
             raise ValueError(f"variant {self.id!r}: {what} = {value!r} is not known; allowed: "
                              f"{', '.join(allowed)}")
+        if not (isinstance(self.id, str) and ID_PATTERN.fullmatch(self.id)):
+            raise ValueError(f"variant id = {self.id!r}: must be letters, digits, '_', '.', '+' or "
+                             "'-', starting with a letter, digit or '_' (at most 64)")
+        for what in ("label", "short"):
+            value = getattr(self, what)
+            if not (isinstance(value, str) and value.strip() and len(value) <= MAX_NAME_CHARS):
+                raise ValueError(f"variant {self.id!r}: {what} = {value!r}: must be a non-empty "
+                                 f"text of at most {MAX_NAME_CHARS} characters")
+        if not isinstance(self.module, (bool, np.bool_)):
+            raise ValueError(f"variant {self.id!r}: module = {self.module!r}: must be true or false")
+        if not (_whole(self.colour) and 0 <= self.colour < 1000):
+            raise ValueError(f"variant {self.id!r}: colour = {self.colour!r}: must be a whole "
+                             "number in [0, 1000) (a position in the plots' colour order)")
+        if not _number(self.d_s):
+            raise ValueError(f"variant {self.id!r}: d_s = {self.d_s!r}: must be a number of "
+                             "seconds >= 0 (e.g. 1e-3 for 1 ms)")
+        if self.bytes_per_param is not None and not (_number(self.bytes_per_param)
+                                                      and math.isfinite(self.bytes_per_param)):
+            raise ValueError(f"variant {self.id!r}: bytes_per_param = {self.bytes_per_param!r}: "
+                             "must be a finite number > 0 bytes a parameter")
         if self.payload not in PAYLOADS:
             bad("payload", self.payload, PAYLOADS)
         if self.collective not in COLLECTIVES:
@@ -154,6 +179,13 @@ class Variant:
     def basis_dependent(self) -> bool:
         """Whether its steps differ between the hypothesis and the exact basis."""
         return self.rule is not None and self.rule.basis_dependent
+
+
+def _number(x) -> bool:
+    """A real number (an int, float or NumPy scalar or 0-d array), not a boolean."""
+    if isinstance(x, np.ndarray) and x.ndim == 0:
+        x = x[()]
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
 
 
 def _whole(x) -> bool:
@@ -265,11 +297,24 @@ def by_colour(registry: tuple[Variant, ...] = VARIANTS) -> tuple[Variant, ...]:
     return tuple(sorted(registry, key=lambda v: v.colour))
 
 
+def check_shorts(registry: tuple[Variant, ...]) -> None:
+    """Short labels unique (a scenario file's variants: its tables and plots name them by it)."""
+    shorts = [v.short for v in registry]
+    for v in registry:
+        if shorts.count(v.short) > 1:
+            raise ValueError(f"variant {v.id!r}: short = {v.short!r} is the short label of "
+                             f"{', '.join(repr(u.id) for u in registry if u.short == v.short)}; "
+                             "each variant needs its own (tables and plots name variants by it)")
+
+
 def check_registry(registry: tuple[Variant, ...]) -> None:
-    """Ids unique; every rule names variants of the registry with steps of their own."""
+    """Ids unique, at least one variant; every rule names variants of the registry with steps of
+    their own."""
     seen = [v.id for v in registry]
     if len(set(seen)) != len(seen):
         raise ValueError(f"variant ids must be unique; got {', '.join(seen)}")
+    if not registry:
+        raise ValueError("variants = (): give at least one variant")
     for v in registry:
         for src in (v.rule.hypothesis + v.rule.exact) if v.rule else ():
             if src not in seen or get(src, registry).rule is not None:

@@ -187,8 +187,12 @@ def client(scheduler=None, n_workers: int = 2):
         if isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1:
             raise ValueError(f"n_workers = {n_workers!r}: must be a whole number >= 1")
         # ":0": the dashboard on any free port (None still asks for 8787 and warns when it is taken)
-        with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                          dashboard_address=":0") as cluster, Client(cluster) as c:
+        from bandjax._io import children_ignore_interrupt
+
+        with children_ignore_interrupt():  # workers leave a Ctrl-C to the command
+            cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=":0")
+        with cluster, Client(cluster) as c:
             yield c
     elif isinstance(scheduler, str):
         with connect(scheduler) as c:

@@ -67,7 +67,7 @@ def test_hypothesis_basis_moves_only_pairs_with_the_switch():
 
 def test_no_crossing_says_who_wins_throughout():
     r = be.break_even(REF, "topk", "adamw")
-    assert r.at() == {"x": [], "winners": ["topk"], "status": "a_wins_throughout"}
+    assert r.at() == {"x": [], "ties": [], "winners": ["topk"], "cuts": [], "status": "a_wins_throughout"}
     T_lo, T_hi = times_at(REF, LO, "hypothesis"), times_at(REF, HI, "hypothesis")
     assert T_lo[1] < T_lo[0] and T_hi[1] < T_hi[0]
     assert np.isnan(r.x).all()
@@ -206,22 +206,36 @@ def test_multi_root_search_is_vectorised_and_differentiable():
     np.testing.assert_allclose(np.diag(grad), x / x0, rtol=1e-10)
 
 
-def test_a_residual_that_is_zero_on_grid_points_gives_one_crossing():
-    # -1 below 1 GB/s, 0 from 1 to 10 GB/s (several grid points), +1 above: zero counts as positive,
-    # so the only sign change is where the plateau starts, found once; on the plateau the times tie,
-    # so the search may stop at any point of it that it reaches (the derivative is 0: bisection).
+def test_a_residual_that_is_zero_over_grid_points_is_a_tie_not_a_crossing():
+    # < 0 below 1 GB/s, 0 from 1 to 10 GB/s (several grid points), > 0 above: equal over a range is
+    # a tie with a faster below and b above (docs/model.md section 10), never a crossing. Its ends
+    # are bracket points: the grid's nearest inside it, or exact where they are given as extra.
     def step(x, th):
-        return jnp.where(x < th[0], -1.0, jnp.where(x > th[1], 1.0, 0.0))
+        return jnp.minimum(0.0, jnp.log(x / th[0])) + jnp.maximum(0.0, jnp.log(x / th[1]))
 
-    c = roots.find_crossings(step, (jnp.asarray(1e9), jnp.asarray(10e9)), LO, HI)
-    assert int(c.count) == 1
-    assert 1e9 <= float(c.x[0]) <= 10e9 and float(c.residual[0]) == 0.0
-    assert bool(c.a_wins_below[0]) and np.isnan(float(c.x[1]))
+    th = (jnp.asarray(1e9), jnp.asarray(10e9))
+    grid = np.exp(np.linspace(np.log(LO), np.log(HI), 32))
+    for extra, ends in ((None, (grid[grid >= 1e9][0], grid[grid <= 10e9][-1])), ([1e9, 10e9], (1e9, 10e9))):
+        c = roots.find_crossings(step, th, LO, HI, extra=extra)
+        assert int(c.count) == 0 and int(c.tie_count) == 1 and int(c.status) == roots.TIE_PART
+        np.testing.assert_allclose([float(c.tie_lo[0]), float(c.tie_hi[0])], ends, rtol=1e-12)
+        assert int(c.tie_below[0]) == -1 and int(c.tie_above[0]) == 1
+        assert np.isnan(float(c.tie_lo[1]))
+
+
+def test_a_crossing_on_a_bracket_point_is_found_once_not_as_a_tie():
+    # r = log(x / 1 GB/s) is 0 at 1 GB/s, given twice (as a repeated extra point): one crossing
+    c = roots.find_crossings(lambda x, th: jnp.log(x / th), jnp.asarray(1e9), LO, HI,
+                             extra=[1e9, 1e9])
+    assert int(c.count) == 1 and int(c.tie_count) == 0
+    assert float(c.x[0]) == pytest.approx(1e9, rel=1e-15)
 
 
 def test_identical_curves_tie_throughout():
     c = roots.time_crossings(lambda x, th: th + 0 * x, lambda x, th: th + 0 * x, jnp.asarray(2.0), LO, HI)
     assert int(c.status) == roots.TIE and int(c.count) == 0
+    assert int(c.tie_count) == 1 and int(c.tie_below[0]) == int(c.tie_above[0]) == 0
+    np.testing.assert_allclose([float(c.tie_lo[0]), float(c.tie_hi[0])], [LO, HI], rtol=1e-14)
 
 
 # --------------------------------------------------------------------------- budget and ENOB

@@ -32,7 +32,7 @@ def test_events_source_never_imports_jax_or_the_closed_forms():
                  "bandjax.queueing", "bandjax.breakeven")
     # data and labels only: the scenario, the traffic description, the sweep arguments, the bounds
     allowed_bandjax = {"bandjax.scenario", "bandjax.variants", "bandjax.phases", "bandjax.labels",
-                       "bandjax.links",
+                       "bandjax.links", "bandjax._io",
                        "bandjax._limits", "bandjax.sweepargs", "bandjax.units"}
     files = sorted(EVENTS_DIR.glob("*.py"))
     assert len(files) >= 4

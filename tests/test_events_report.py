@@ -115,7 +115,7 @@ def test_cli_wan_growth_is_against_load0_and_takes_labels_dcs_topology(capsys):
 
 
 @pytest.mark.parametrize("argv,match", [
-    (["--dcs", "1"], "--dcs 1: must be a whole number of data centres >= 2"),
+    (["--dcs", "1"], "--dcs 1: must be a whole number of data centres in 2 .. 1000"),
     (["--variant", "Z"], "--variant Z: variant = 'Z' is not known; allowed: adamw (AdamW)"),
     (["--variant", "E", "band_pluggable"], "give each variant once"),
 ])

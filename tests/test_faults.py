@@ -100,7 +100,7 @@ def test_killed_between_the_renames_recovers(tmp_path, monkeypatch):
     os.rename(out, tmp_path / f".out.bandjax-old-{dead.pid}")
     (tmp_path / f".out.bandjax-new-{dead.pid}").mkdir()  # its half-built new report
     assert not out.exists()
-    with pytest.raises(ValueError, match="not a bandjax report \\(results: keys not known .old.\\)"):  # the old report is restored, read
+    with pytest.raises(ValueError, match="schema_version = 1; this bandjax reads version"):  # the old report is restored, read
         explorer.read_results(out / "results.json", None)
     assert snapshot(out) == before and leftovers(out) == []
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
+import tomli_w
 
 import bandjax as bj
 from bandjax.report import explorer
@@ -43,5 +44,69 @@ def test_hostile_page_loads_in_browser(tmp_path, reference_report):
             page, log = _open(browser, path)  # waits for body[data-ready=true]
             assert page.evaluate("() => JSON.stringify(SPECS).includes('<!--<script>')")
             assert log["errors"] == [] and log["requests"] == []
+        finally:
+            browser.close()
+
+
+# ------------------------------------------------------------------ names from a scenario
+
+# A variant whose names carry markup: an image whose onerror sets a flag, the end of a script
+# element, a comment opener, quotes, backticks and markdown characters. The variant is a valid
+# one (a payload, a collective and measured steps), so it reaches every table and readout.
+EVIL_SHORT = "<img src=x onerror=\"window.__pwned=1\">`q'|*b*"
+EVIL_LABEL = "</script><!-- <img src=y onerror='window.__pwned=2'> & \"quoted\" `tick`"
+EVIL_TOML = {"variants": {"evil": {"short": EVIL_SHORT, "label": EVIL_LABEL, "payload": "dense",
+                                   "collective": "ring_allreduce"}},
+             "steps": {"evil": 40000}}
+
+
+@pytest.fixture(scope="module")
+def evil_report(tmp_path_factory):
+    """`bandjax report` and `bandjax explore --results` (in this process, small shared-WAN runs)
+    for a scenario with the hostile variant."""
+    from bandjax import cli
+
+    root = tmp_path_factory.mktemp("evil")
+    scenario = root / "evil.toml"
+    scenario.write_text(tomli_w.dumps(EVIL_TOML))
+    assert bj.load(scenario).variant("evil").short == EVIL_SHORT  # read as typed
+    assert cli.main(["report", "--quiet", "--scenario", str(scenario), "--out", str(root / "rep")]) == 0
+    assert cli.main(["explore", "--scenario", str(scenario), "--results",
+                     str(root / "rep" / "results.json"), "--out", str(root / "page")]) == 0
+    return root
+
+
+def test_results_md_shows_names_as_typed(evil_report):
+    """results.md holds no tag, comment or raw markup from the names; each shows, rendered, as
+    typed (entities for & < >, backslashes for markdown characters)."""
+    md = (evil_report / "rep" / "results.md").read_text()
+    assert "<" not in md and "</script" not in md and "<!--" not in md
+    escaped = ("&lt;img src=x onerror=\"window.\\_\\_pwned=1\"&gt;\\`q'\\|\\*b\\*")
+    assert md.count(escaped) >= 10  # in the setup, the tables and the break-even pairs
+    svgs = list((evil_report / "rep" / "figures").glob("*.svg"))
+    assert svgs and not any("<img" in f.read_text() or "<!--" in f.read_text() for f in svgs)
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is absent")
+def test_hostile_names_run_no_script(evil_report):
+    """In Chromium no handler of the names runs (the flag stays unset) while the readout is drawn
+    at every bandwidth, and the names show as typed in the readout, the key and the tables."""
+    from playwright.sync_api import sync_playwright
+
+    path = evil_report / "page" / "explorer.html"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page, log = _open(browser, path)
+            n = page.evaluate("() => PAGE.grid_GBps.length")
+            for i in range(0, n, max(1, n // 12)):  # the readout redrawn along the slider
+                page.evaluate(f"() => setSignal('bwi', {i}).then(updateBandwidth)")
+            page.wait_for_timeout(300)
+            assert page.evaluate("() => window.__pwned") is None
+            assert page.evaluate("() => document.querySelectorAll('img').length") == 0
+            readout = page.inner_text("#readout-bandwidth")
+            assert EVIL_SHORT in readout
+            assert EVIL_LABEL in page.inner_text("p.key")
+            assert log["requests"] == []  # nothing fetched (an <img src=x> would be)
         finally:
             browser.close()

@@ -1,7 +1,7 @@
 """The ``bandjax`` command.
 
 One module per command (``report.py``: report, explore and scenario; ``breakeven.py``, ``need.py``,
-``wan.py``, ``store.py``, ``calibrate.py``), each adding its subcommands with
+``winner.py``, ``wan.py``, ``store.py``, ``calibrate.py``), each adding its subcommands with
 ``register_cli(subparsers)`` and importing jax only inside its command functions, so ``bandjax
 --help`` and ``bandjax COMMAND --help`` load no jax. They share their arguments through
 :mod:`bandjax.cli.args`; none imports this one, and nothing outside this package imports it. A
@@ -20,10 +20,10 @@ import os
 import sys
 
 from ..units import ScenarioError
-from . import breakeven, calibrate, need, report, store, wan
+from . import breakeven, calibrate, need, report, store, wan, winner
 
 # each register_cli(subparsers) adds one or more subcommands, in this order in --help
-COMMANDS = (report, breakeven, need, wan, store, calibrate)
+COMMANDS = (report, breakeven, need, winner, wan, store, calibrate)
 
 EXIT_ERROR = 2  # as argparse's own usage errors
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
@@ -81,10 +81,16 @@ def main(argv=None) -> int:
     Ctrl-C with ``argv`` None, the command line, ends the process at once with status 130)."""
     from_command_line = argv is None
     command = "bandjax"
+    if from_command_line:  # before jax loads: a Ctrl-C at any moment is one line and 130
+        from .._io import install_interrupt, interrupted_line
+
+        install_interrupt()
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
         command = f"bandjax {args.command}"
+        if from_command_line:
+            interrupted_line(f"{command}: interrupted")
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print(f"{command}: interrupted", file=sys.stderr)

@@ -58,17 +58,27 @@ def _header(sc, r: be.BreakEven, basis) -> None:
 
 def _print_crossings(sc, r: be.BreakEven, fmt) -> None:
     at = r.at()
-    if not at["x"]:
+    if not at["x"] and not at["ties"]:
         if at["status"] in ("a_wins_throughout", "b_wins_throughout"):
             w = at["winners"][0]
             print(f"  no break-even in range: {sc.variant(w).short} ({w}) is faster throughout")
         else:
             print(f"  no break-even: {at['status'].replace('_', ' ')}")
         return
-    for k, x in enumerate(at["x"]):
-        below, above = at["winners"][k], at["winners"][k + 1]
-        print(f"  break-even {k + 1}: {fmt(x)}  (below: {sc.variant(below).short} faster; above: "
-              f"{sc.variant(above).short} faster)")
+    # the pieces of the range, in order: (from, to, who is faster or a tie)
+    pieces = list(zip([r.lo, *at["cuts"]], [*at["cuts"], r.hi], at["winners"]))
+    said = lambda w: "equal" if w == be.TIED else f"{sc.variant(w).short} faster"  # noqa: E731
+    k = 0
+    for j, (x0, x1, w) in enumerate(pieces):
+        before = pieces[j - 1][2] if j else None
+        after = pieces[j + 1][2] if j + 1 < len(pieces) else None
+        if w == be.TIED:
+            print(f"  tie from {fmt(x0)} to {fmt(x1)}: equal times to target (relative difference "
+                  f"<= {be.TIE_RTOL:g}); below: {said(before) if before else 'none (range start)'}; "
+                  f"above: {said(after) if after else 'none (range end)'}")
+        elif after is not None and after != be.TIED:
+            k += 1
+            print(f"  break-even {k}: {fmt(x1)}  (below: {said(w)}; above: {said(after)})")
 
 
 def print_elasticities(sc, a, b, over, basis, lo, hi) -> None:

@@ -24,8 +24,11 @@ def load_scenario(args):
     from ..scenario import load, reference
 
     path = getattr(args, "scenario", None)
-    if not path:
+    if path is None:
         return reference()
+    if not path.strip():  # `--scenario ""` (an unset shell variable) must not run the reference
+        raise ValueError(f"--scenario {path!r}: empty; give a scenario file, or leave --scenario "
+                         "out for the study's reference scenario")
     # checked here, before scenario.load opens it: /dev/zero, a FIFO, a directory or a huge
     # file must not be read, and a file that is not UTF-8 must be named
     read_bounded_text(path, "scenario file", MAX_SCENARIO_BYTES)

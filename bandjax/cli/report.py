@@ -36,6 +36,43 @@ def _progress(out: str):
     return section
 
 
+ENGINE_BUDGET_S = 60.0  # the report's shared_wan.BUDGET_S (a test keeps the two equal)
+
+
+def _sections_args(p) -> None:
+    """``--sections``, ``--skip`` and ``--engine-budget-s`` (report and explore)."""
+    p.add_argument("--sections", nargs="+", metavar="KEY",
+                   help="compute only these report sections (keys: core breakeven cluster "
+                        "shared_wan uncertainty need headline figures); the others are said to be "
+                        "left out in their place")
+    p.add_argument("--skip", nargs="+", metavar="KEY", default=[],
+                   help="leave these report sections out (said in their place)")
+    p.add_argument("--engine-budget-s", type=float, default=None, metavar="SECONDS",
+                   help="seconds of work the shared-WAN event engine may plan for on each of its "
+                        f"workers (default: {ENGINE_BUDGET_S:g}); it fits its steps, seeds and "
+                        "message size to them and says what that costs")
+
+
+def _sections_ctx(args) -> dict:
+    """The report's ctx from ``--sections``, ``--skip`` and ``--engine-budget-s``, each checked
+    before any work (a ValueError naming the option and the value as typed)."""
+    import math
+
+    from ..report import check_section_keys
+
+    ctx: dict = {}
+    if args.sections is not None:
+        ctx["only"] = check_section_keys("--sections", args.sections)
+    if args.skip:
+        ctx["skip"] = check_section_keys("--skip", args.skip)
+    b = args.engine_budget_s
+    if b is not None:
+        if not (math.isfinite(b) and 0 < b <= 86400):
+            raise ValueError(f"--engine-budget-s {b:g}: must be a number of seconds in (0, 86400]")
+        ctx["shared_wan"] = {"budget_s": b}
+    return ctx
+
+
 def _report(args) -> int:
     from ..report import check_out, write
 
@@ -46,7 +83,11 @@ def _report(args) -> int:
     # no jax yet: a bad scenario or output folder is told at once, in one line
     sc = load_scenario(args)
     check_out(args.out)
-    ctx = {"shared_wan": {"progress": False}} if args.quiet else {"progress": _progress(args.out)}
+    ctx = _sections_ctx(args)
+    if args.quiet:
+        ctx["shared_wan"] = {**ctx.get("shared_wan", {}), "progress": False}
+    else:
+        ctx["progress"] = _progress(args.out)
     paths = write(args.out, sc, ctx=ctx)
     for line in lines(json.loads(paths["json"].read_text())):
         print(line)
@@ -59,7 +100,10 @@ def _scenario(args) -> int:
     from ..scenario import save, to_toml_dict
 
     sc = load_scenario(args)
-    if args.write:
+    if args.write is not None:
+        if not args.write.strip():
+            raise ValueError(f"--write {args.write!r}: empty; give a file to write, or leave "
+                             "--write out to print")
         save(sc, args.write)
         print(f"wrote {args.write}")
     else:
@@ -73,8 +117,18 @@ def _explore(args) -> int:
     from ..report.explorer import read_results, write
 
     sc = load_scenario(args)
-    results = read_results(args.results, sc) if args.results else None
-    path = write(args.out, sc, results)
+    ctx = _sections_ctx(args)
+    if args.results and (args.sections is not None or args.skip or args.engine_budget_s):
+        raise ValueError("--results reuses a report's sections as written; --sections, --skip "
+                         "and --engine-budget-s apply only when the page computes them")
+    results, sweeps = (read_results(args.results, sc) if args.results else None), None
+    if results is None:
+        from ..report import build
+
+        ctx["sweeps"] = None
+        results = build(sc, ctx)
+        sweeps = ctx["sweeps"]
+    path = write(args.out, sc, results, sweeps)
     print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)")
     return 0
 
@@ -87,6 +141,7 @@ def register_cli(sub) -> None:
     p.add_argument("--out", default="out", metavar="DIR", help="output folder (default: out)")
     p.add_argument("--quiet", action="store_true",
                    help="no progress lines or bars on stderr")
+    _sections_args(p)
     scenario_arg(p)
     p.set_defaults(func=_report)
 
@@ -99,6 +154,7 @@ def register_cli(sub) -> None:
     p.add_argument("--results", metavar="FILE",
                    help="a results.json from `bandjax report` for the same scenario, reused "
                         "instead of computed again (the shared-WAN runs take most of a minute)")
+    _sections_args(p)
     scenario_arg(p)
     p.set_defaults(func=_explore)
 

@@ -24,10 +24,19 @@ def _store_cli(args) -> int:
     lo, hi = args.bandwidth
     if not (np.isfinite(lo) and np.isfinite(hi) and 0 < lo <= hi):
         raise ValueError(f"--bandwidth = {lo:g} {hi:g} GB/s: must be finite with 0 < LO <= HI")
-    if args.points < 1:
-        raise ValueError(f"--points = {args.points}: must be a whole number >= 1")
+    from .._limits import MAX_AXIS_VALUES
+
+    if not 1 <= args.points <= MAX_AXIS_VALUES:
+        raise ValueError(f"--points = {args.points}: must be a whole number in [1, "
+                         f"{MAX_AXIS_VALUES:,}]")
+    if not (np.isfinite(args.chunk_MiB) and args.chunk_MiB > 0):
+        raise ValueError(f"--chunk-MiB = {args.chunk_MiB:g}: must be a finite number > 0 MiB")
     sweep_args = {"bandwidth": np.geomspace(lo, hi, args.points)}
     if args.budget:
+        twice = sorted({b for b in args.budget if args.budget.count(b) > 1})
+        if twice:
+            raise ValueError(f"--budget {' '.join(args.budget)}: {', '.join(twice)} given twice; "
+                             "give each budget once")
         sweep_args["budget"] = [_budget(b) for b in args.budget]
     if args.quantities:
         sweep_args["quantities"] = tuple(args.quantities)

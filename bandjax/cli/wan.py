@@ -41,14 +41,16 @@ def check_wan_args(args) -> None:
                          "> 0")
     if not (math.isfinite(args.max_sim_s) and args.max_sim_s > 0):
         raise ValueError(f"--max-sim-s {args.max_sim_s:g} s: must be a finite number of seconds > 0")
-    if not 1 <= args.workers <= 1024:
-        raise ValueError(f"--workers {args.workers}: must be a whole number of processes in 1 .. 1024")
+    if not 1 <= args.workers <= _limits.MAX_LOCAL_WORKERS:
+        raise ValueError(f"--workers {args.workers}: must be a whole number of processes in 1 .. "
+                         f"{_limits.MAX_LOCAL_WORKERS} (each is a Python process of a few hundred MB)")
     if args.out:
         from .._io import check_regular_or_absent
 
         check_regular_or_absent(args.out, "--out")
-    if args.dcs is not None and args.dcs < 2:
-        raise ValueError(f"--dcs {args.dcs}: must be a whole number of data centres >= 2")
+    if args.dcs is not None and not 2 <= args.dcs <= _limits.MAX_DCS:
+        raise ValueError(f"--dcs {args.dcs}: must be a whole number of data centres in 2 .. "
+                         f"{_limits.MAX_DCS} (the engine simulates every WAN link: K(K-1) on a mesh)")
 
 
 def _wan(args) -> int:

@@ -23,7 +23,7 @@ from .._io import atomic_write_text
 from ..scenario import Scenario, reference
 from . import figure_files
 from . import sections as _sections
-from .sections.common import Results, Section, _json_ready
+from .sections.common import Results, Section, _json_ready, md_escaped
 
 SECTIONS = None
 """The sections a report builds, in order; ``None``: every section of
@@ -40,30 +40,93 @@ def _current_sections() -> tuple:
 SCHEMA_VERSION = 2
 
 
+TITLES = {
+    "core": "Step times and times to target", "breakeven": "Break-evens",
+    "cluster": "More data centres", "shared_wan": "Shared WAN (event engine)",
+    "uncertainty": "Uncertainty", "headline": "Headline", "figures": "Figures",
+}
+"""The heading results.md gives a section that is explained instead of computed."""
+
+
+def section_keys() -> tuple[str, ...]:
+    """The keys of the sections a report builds, in order (``--sections`` / ``--skip``)."""
+    return tuple(m.KEY for m in _current_sections())
+
+
+def check_section_keys(option: str, keys) -> list[str]:
+    """``keys`` as a list, or ``ValueError`` naming ``option``, the key as typed and the keys
+    allowed."""
+    allowed = section_keys()
+    keys = list(keys)
+    for k in keys:
+        if k not in allowed:
+            raise ValueError(f"{option} {k!r}: not a report section; allowed: "
+                             f"{', '.join(allowed)}")
+    return keys
+
+
 def build(scenario: Scenario | None = None, ctx: dict | None = None) -> dict:
-    """Every section's results for ``scenario``, as one JSON-ready dict."""
+    """Every section's results for ``scenario``, as one JSON-ready dict.
+
+    ``ctx["only"]`` (section keys) builds those alone, ``ctx["skip"]`` leaves those out; a section
+    left out, or one whose computation fails, is kept in results.json's ``explained`` with the
+    reason ({"status": "skipped" | "failed", "why": sentence}) and the others are built."""
     sc = reference() if scenario is None else scenario
     ctx = {} if ctx is None else ctx
+    only, skip = ctx.get("only"), set(ctx.get("skip") or ())
     results: dict = {"schema_version": SCHEMA_VERSION}
     ctx["sections"] = Results(schema_version=SCHEMA_VERSION)  # read by later sections
     for section in _current_sections():
+        key = section.KEY
+        if (only is not None and key not in only) or key in skip:
+            why = (f"Not computed: left out by --skip {key}." if key in skip else
+                   f"Not computed: not among --sections {' '.join(only)}.")
+            ctx["sections"] = ctx["sections"].with_explained(key, "skipped", why)
+            continue
         if ctx.get("progress"):
             ctx["progress"](section.__name__.rsplit(".", 1)[-1])
-        part = section.build(sc, ctx)
+        try:
+            part = section.build(sc, ctx)
+        except (OSError, MemoryError):
+            raise
+        except Exception as e:  # noqa: BLE001 - the section says why in its place
+            why = f"Could not be computed for this scenario: {type(e).__name__}: {e}"
+            ctx["sections"] = ctx["sections"].with_explained(key, "failed", why)
+            continue
         if isinstance(part, Section):
             ctx["sections"] = ctx["sections"].with_section(part)
             part = part.to_json()
         results.update(part)
+    if ctx["sections"].explained:
+        results["explained"] = ctx["sections"].explained
     return _json_ready(results)
 
 
 def markdown(results: Results | dict) -> str:
     """results.md: the title and the headline, then every section in order, rendered from the
-    typed sections (a results dict is read into them first, strictly)."""
+    typed sections (a results dict is read into them first, strictly); a section explained
+    instead of computed gives its heading and the reason in its place. Variant names from the
+    scenario are escaped once, here, so they show as typed (:func:`sections.common.md_escaped`)."""
     res = Results.of(results)
+    setup = res.core.setup if res.core is not None else {}
+    variants = setup.get("variants", {}) if isinstance(setup, dict) else {}
+    names = [v.get(k) for v in variants.values() if isinstance(v, dict) for k in ("short", "label")]
+    escaped = md_escaped(res.to_json(), names)
+    if escaped is not None and escaped != res.to_json():
+        res = Results.of(escaped)
     sections = _current_sections()
-    parts = [section.markdown(res) for section in sections if not getattr(section, "LEAD", False)]
-    lead = [section.markdown(res) for section in sections if getattr(section, "LEAD", False)]
+
+    def part(section) -> str:
+        why = res.explained.get(section.KEY)
+        if why is None:
+            return section.markdown(res)
+        title = TITLES.get(section.KEY, section.KEY)
+        return f"## {title}\n\n{why['why']}"
+
+    parts = [part(section) for section in sections if not getattr(section, "LEAD", False)]
+    lead = [part(section) for section in sections if getattr(section, "LEAD", False)]
+    if not parts or not parts[0].startswith("# "):  # no core section: the title alone
+        parts.insert(0, "# When does computing the band in transit pay?")
     title, _, rest = parts[0].partition("\n\n")
     parts = [title, *lead, rest, *parts[1:]]
     return "\n\n".join(p.strip() for p in parts if p.strip()) + "\n"
@@ -140,7 +203,8 @@ def check_out(out: str | Path) -> Path:
 
 def _report_size_hook(ctx: dict) -> None:
     if os.environ.get(_TEST_HOOK) == "small":
-        ctx["shared_wan"] = {"seeds": 2, "steps": 20, "scheduler": "inline", "progress": False}
+        ctx["shared_wan"] = {**ctx.get("shared_wan", {}), "seeds": 2, "steps": 20,
+                             "scheduler": "inline", "progress": False}
 
 
 def write(out: str | Path, scenario: Scenario | None = None, *,

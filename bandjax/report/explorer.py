@@ -217,6 +217,14 @@ function fmtG(x) { return x >= 1000 ? x.toLocaleString('en', {maximumFractionDig
 function matches(r) {
   return ['basis', 'enob', 'budget'].every(c => r[c] === '*' || r[c] === STATE[c]);
 }
+// Text from the scenario or results (variant names, series, sentences) enters the page only
+// through textContent (bjNode(...) below), never as HTML.
+function bjNode(tag, attrs, children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  for (const c of children || []) e.append(c);  // a string child becomes a text node
+  return e;
+}
 function updateBandwidth() {
   const bw = SPECS.bandwidth.datasets;
   const i = STATE.bwi;
@@ -227,51 +235,49 @@ function updateBandwidth() {
   const ok = rows.filter(r => r.t_s !== null).sort((a, b) => a.t_s - b.t_s);
   const rest = rows.filter(r => r.t_s === null);
   const best = ok.length ? ok[0] : null;
-  let html = '<table><thead><tr><th>variant</th><th>time to target</th><th>step time</th>'
-           + '<th>x the winner</th></tr></thead><tbody>';
-  for (const r of ok.concat(rest)) {
-    const win = best && r === best;
-    html += '<tr class="' + (win ? 'winner' : '') + '"><td>' + (PAGE.names[r.short] || r.short)
-         + '</td><td>' + (r.t_s === null ? (PAGE.status_words[r.status] || r.status) : fmtS(r.t_s)) + '</td><td>'
-         + Number(r.step_ms.toPrecision(4)) + ' ms</td><td>'
-         + (r.t_s === null || !best ? '' : (r.t_s / best.t_s).toFixed(2) + 'x') + '</td></tr>';
-  }
-  html += '</tbody></table>';
-  const w = best ? 'Winner at ' + fmtG(g) + ' GB/s: <b id="bw-winner">' + best.short + '</b> ('
-        + fmtS(best.t_s) + ', ' + STATE.basis + ' basis, ENOB ' + STATE.enob + ', budget '
-        + PAGE.budget_names[STATE.budget] + ').' : 'No variant has a time to target here.';
-  document.getElementById('readout-bandwidth').innerHTML = '<p>' + w + '</p>' + html;
+  const head = bjNode('tr', {}, ['variant', 'time to target', 'step time', 'x the winner'].map(
+      h => bjNode('th', {}, [h])));
+  const body = ok.concat(rest).map(r => bjNode('tr', {class: best && r === best ? 'winner' : ''}, [
+      bjNode('td', {}, [String(PAGE.names[r.short] || r.short)]),
+      bjNode('td', {}, [r.t_s === null ? String(PAGE.status_words[r.status] || r.status) : fmtS(r.t_s)]),
+      bjNode('td', {}, [Number(r.step_ms.toPrecision(4)) + ' ms']),
+      bjNode('td', {}, [r.t_s === null || !best ? '' : (r.t_s / best.t_s).toFixed(2) + 'x'])]));
+  const table = bjNode('table', {}, [bjNode('thead', {}, [head]), bjNode('tbody', {}, body)]);
+  const p = best
+      ? bjNode('p', {}, ['Winner at ' + fmtG(g) + ' GB/s: ', bjNode('b', {id: 'bw-winner'}, [String(best.short)]),
+                     ' (' + fmtS(best.t_s) + ', ' + STATE.basis + ' basis, ENOB ' + STATE.enob
+                     + ', budget ' + PAGE.budget_names[STATE.budget] + ').'])
+      : bjNode('p', {}, ['No variant has a time to target here.']);
+  document.getElementById('readout-bandwidth').replaceChildren(p, table);
   document.getElementById('bw-slider').value = i;
 }
 function updateTrace() {
-  const el = document.getElementById('readout-trace');
-  if (!el || !SPECS.shared_wan_trace) return;
+  const out = document.getElementById('readout-trace');
+  if (!out || !SPECS.shared_wan_trace) return;
   const rows = SPECS.shared_wan_trace.datasets.trace.filter(r => r.j === STATE.tj);
   if (!rows.length) return;
-  el.innerHTML = 't = ' + Number(rows[0].t_ms.toPrecision(4)) + ' ms: '
-      + rows.map(r => r.series.replace(/ \(MB\)$/, '') + ' ' + Number(r.value.toPrecision(3)) + ' ' + r.unit).join(', ');
-}
-function escapeHtml(s) {
-  return s.replace(/[&<>"]/g, c => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;'}[c]));
+  out.textContent = 't = ' + Number(rows[0].t_ms.toPrecision(4)) + ' ms: '
+      + rows.map(r => String(r.series).replace(/ \(MB\)$/, '') + ' ' + Number(r.value.toPrecision(3))
+                      + ' ' + r.unit).join(', ');
 }
 function updateConclusions() {
   const key = ['enob', 'budget', 'basis'].map(c => STATE[c]).join('|');
-  for (const el of document.querySelectorAll('div.conclusions')) {
-    const c = PAGE.conclusions[el.dataset.view];
-    el.innerHTML = (c.by[key] || []).concat(c.settled).map(
-        s => '<p class="conclusion"><b>Conclusion.</b> ' + escapeHtml(s) + '</p>').join('');
+  for (const div of document.querySelectorAll('div.conclusions')) {
+    const c = PAGE.conclusions[div.dataset.view];
+    div.replaceChildren(...(c.by[key] || []).concat(c.settled).map(
+        s => bjNode('p', {class: 'conclusion'}, [bjNode('b', {}, ['Conclusion.']), ' ' + s])));
   }
 }
 function onControl() { updateBandwidth(); updateConclusions(); }
 function player(button, signal, n, update, stepMs) {
   let timer = null;
   button.addEventListener('click', () => {
-    if (timer) { clearInterval(timer); timer = null; button.innerHTML = '&#9654; Play'; return; }
-    button.innerHTML = '&#10074;&#10074; Pause';
+    if (timer) { clearInterval(timer); timer = null; button.textContent = '\u25B6 Play'; return; }
+    button.textContent = '\u275A\u275A Pause';
     if (STATE[signal] >= n - 1) STATE[signal] = 0;
     timer = setInterval(() => {
       const next = STATE[signal] + 1;
-      if (next >= n) { clearInterval(timer); timer = null; button.innerHTML = '&#9654; Play'; return; }
+      if (next >= n) { clearInterval(timer); timer = null; button.textContent = '\u25B6 Play'; return; }
       setSignal(signal, next).then(update);
     }, stepMs);
   });
@@ -404,6 +410,44 @@ def write(out: str | Path, scenario: Scenario | None = None,
     return path
 
 
+def check_schema(results, where: str, types: bool = True) -> None:
+    """Raise ValueError unless ``results`` is a results.json of this version that its schema
+    (``results.schema.json``) accepts, every field's type included (``types=False``: the version
+    only); the message names the first field that is not and its value."""
+    import jsonschema
+
+    from . import SCHEMA_VERSION
+
+    if not isinstance(results, dict):
+        raise ValueError(f"{where}: not a bandjax report (a {type(results).__name__}, not an object)")
+    version = results.get("schema_version")
+    if version != SCHEMA_VERSION or isinstance(version, bool):
+        raise ValueError(f"{where}: schema_version = {version!r}; this bandjax reads version "
+                         f"{SCHEMA_VERSION} (write the report again with `bandjax report`)")
+    if not types:
+        return
+    validator = jsonschema.Draft202012Validator(_schema())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(results))
+    if error is not None:
+        field = ".".join(str(p) for p in error.absolute_path)
+        if error.validator == "required" or not field:  # a key missing: the message names it
+            raise ValueError(f"{where}: not a bandjax report ({field + ': ' if field else ''}"
+                             f"{error.message[:160]})")
+        shown = json.dumps(error.instance)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        raise ValueError(f"{where}: not a bandjax report: {field} = {shown} "
+                         f"({error.message[:160]})")
+    variants = results["setup"].get("variants", {})
+    if isinstance(variants, dict) and len(variants) >= 2 and not results["break_even_GBps"]:
+        raise ValueError(f"{where}: break_even_GBps = []: a report of {len(variants)} variants has "
+                         "an entry for each pair (a crossing or who wins throughout)")
+
+
+@functools.lru_cache(maxsize=1)
+def _schema() -> dict:
+    return json.loads((Path(__file__).parent / "results.schema.json").read_text(encoding="utf-8"))
+
+
 def read_results(path: str | Path, scenario: Scenario) -> Results:
     """The sections of a results.json written by ``bandjax report`` for ``scenario``; an error if
     it was written for another scenario or is not a report (a section with a key missing or
@@ -422,10 +466,18 @@ def read_results(path: str | Path, scenario: Scenario) -> Results:
         raise ValueError(f"--results {str(path)!r}: no such file") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"--results {str(path)!r}: not JSON ({e})") from None
-    try:
+    except RecursionError:
+        raise ValueError(f"--results {str(path)!r}: nested too deeply to be a bandjax report") from None
+    where = f"--results {str(path)!r}"
+    check_schema(results, where, types=False)
+    try:  # the typed sections name a renamed or missing key by its section
         sections = Results.of(results)
     except ValueError as e:
-        raise ValueError(f"--results {str(path)!r}: not a bandjax report ({e})") from None
+        raise ValueError(f"{where}: not a bandjax report ({e})") from None
+    except (TypeError, KeyError, AttributeError, IndexError) as e:  # a field of another type
+        check_schema(results, where)  # names the field and its value
+        raise ValueError(f"{where}: not a bandjax report ({type(e).__name__}: {e})") from None
+    check_schema(results, where)  # every field's type, before any view reads it
     setup = sections.core.setup if sections.core else None
     written_for = setup.get("scenario") if isinstance(setup, dict) else None
     if written_for is None:

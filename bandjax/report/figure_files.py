@@ -53,8 +53,14 @@ def build(scenario: Scenario, ctx: dict) -> Figures:
     folder = Path(out) / FIGURES_DIR
     entries = []
     items = list(charts(views, scenario).items())
-    for fid, (key, chart, data) in tqdm(items, desc="figures", unit="figure", leave=False):
-        svg, png = render(to_spec(chart, data))
+    # a bar only where the caller shows progress (the command line without --quiet)
+    for fid, (key, chart, data) in tqdm(items, desc="figures", unit="figure", leave=False,
+                                        disable=ctx.get("progress") is None):
+        try:
+            svg, png = render(to_spec(chart, data))
+        except Exception as e:  # noqa: BLE001 - the section's words say so
+            by[key].missing.append(f"The figure {fid} could not be drawn: {type(e).__name__}: {e}")
+            continue
         atomic_write_bytes(folder / f"{fid}.svg", svg)
         atomic_write_bytes(folder / f"{fid}.png", png)
         entries.append({"id": fid, "section": key, "title": by[key].title,

@@ -23,17 +23,37 @@ def collect(sc: Scenario, results: Results | dict | None = None,
     views: dict[str, View] = {}
     with registry(sc):
         for section in _sections.page_order(sections):
-            views[section.KEY] = section.view(sc, results, sw, views)
+            try:
+                view = section.view(sc, results, sw, views)
+            except Exception as e:  # noqa: BLE001 - said in the section's place
+                view = View(section.KEY, _title(section))
+                view.missing.append(f"Could not be drawn for this scenario: "
+                                    f"{type(e).__name__}: {e}")
+            why = results.explained.get(section.KEY)
+            if why is not None:  # the reason, before the generic "not available" lines
+                view.missing.insert(0, why["why"])
+            views[section.KEY] = view
     return list(views.values())
 
 
+def _title(section) -> str:
+    return getattr(section, "TITLE", section.KEY.replace("_", " ").capitalize())
+
+
 def charts(views: list[View], sc: Scenario, interactive: bool = False, sections=None) -> dict:
-    """chart id -> (section key, Altair chart, datasets), in the page's order."""
+    """chart id -> (section key, Altair chart, datasets), in the page's order; a view whose
+    charts cannot be drawn has none (its words say what it has)."""
     by_key = {s.KEY: s for s in _sections.page_order(sections)}
     out: dict = {}
     with registry(sc):
         for v in views:
-            for cid, (chart, data) in by_key[v.key].charts(v, sc, interactive).items():
+            try:
+                drawn = by_key[v.key].charts(v, sc, interactive)
+            except Exception as e:  # noqa: BLE001
+                v.missing.append(f"Its charts could not be drawn for this scenario: "
+                                 f"{type(e).__name__}: {e}")
+                continue
+            for cid, (chart, data) in drawn.items():
                 out[cid] = (v.key, chart, data)
     return out
 

@@ -43,7 +43,11 @@ A page part (the explorer page and the report's figures), optional:
 
 The list's order is the order of results.json, results.md and the page. Sections that build run
 in it (the report writes the figures after them, :mod:`bandjax.report.figure_files`); the page
-draws every section that has a view.
+draws every section that has a view. A section left out (``--sections`` / ``--skip``) or whose
+``build`` raises is kept in results.json's ``explained`` with the reason, which results.md and its
+page section show in its place (:attr:`.common.Results.explained`); the others are built. A section
+sizes its own work from the scenario before it starts (the shared WAN's
+:func:`.shared_wan.size_runs`).
 """
 
 from __future__ import annotations

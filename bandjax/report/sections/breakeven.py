@@ -2,8 +2,9 @@
 
 results.json gains
 
-- ``break_even_GBps``: per pair (and basis, where E' is in the pair), the WAN crossings in GB/s and
-  who wins below and above; at the scenario's own budget. ``break_even_GBps_by_budget``: the same
+- ``break_even_GBps``: per pair (and basis, where E' is in the pair), the WAN crossings in GB/s,
+  the intervals over which the two tie (``ties_GBps``, [from, to]) and who wins below and above
+  (``winners``: each piece of the range in order, "tie" on a tie); at the scenario's own budget. ``break_even_GBps_by_budget``: the same
   for pairs with a module at [free], [low] and [high].
 - ``enob_break_even``: per in-transit variant and rival, the lowest measured ENOB at which it still
   wins, over a bandwidth grid.
@@ -48,7 +49,7 @@ class BreakEvens(Section):
     FLAT: ClassVar[bool] = True
 
     break_even_range_GBps: list  # [lo, hi]
-    break_even_GBps: list  # {a, b, basis, GBps, winner_below, winner_above, winners, status, budget}
+    break_even_GBps: list  # {a, b, basis, GBps, ties_GBps, winner_below, winner_above, winners, status, budget}
     break_even_GBps_by_budget: list
     enob_break_even: list  # {a, b, basis, GBps, enob}
     budget_break_even: dict
@@ -154,9 +155,12 @@ def _all_pairs(sc: Scenario, budgets=None):
 
 
 def _entry(a, b, basis, c, index) -> dict:
-    d = be.describe(a, b, c.x[index], c.a_wins_below[index], c.count[index], c.status[index])
+    d = be.describe(a, b, c.x[index], c.a_wins_below[index], c.count[index], c.status[index],
+                    c.tie_lo[index], c.tie_hi[index], c.tie_count[index], c.tie_below[index],
+                    c.tie_above[index])
     winners = d["winners"]
     return {"a": a, "b": b, "basis": basis, "GBps": [x / 1e9 for x in d["x"]],
+            "ties_GBps": [[t0 / 1e9, t1 / 1e9] for t0, t1 in d["ties"]],
             "winner_below": winners[0], "winner_above": winners[-1], "winners": winners,
             "status": d["status"]}
 
@@ -225,12 +229,25 @@ def _basis_label(basis) -> str:
     return basis if basis else "either"
 
 
+def _tie_words(e: dict, fmt=None) -> list[str]:
+    """"tie from X to Y GB/s" for each interval over which the pair takes equally long."""
+    fmt = fmt or (lambda x: f"{x:.4g}")
+    return [f"tie from {fmt(t0)} to {fmt(t1)} GB/s" for t0, t1 in e.get("ties_GBps") or []]
+
+
 def _crossing_cell(e: dict, names=None) -> str:
+    ties = _tie_words(e)
     if e["GBps"]:
-        return ", ".join(_fmt_GBps(x) for x in e["GBps"])
+        return ", ".join([_fmt_GBps(x) for x in e["GBps"]] + ties)
+    if ties:
+        return ", ".join(ties)
     if e["status"] in ("a_wins_throughout", "b_wins_throughout"):
         return f"none in range ({_short(e['winners'][0], names)} wins throughout)"
     return f"none ({e['status'].replace('_', ' ')})"
+
+
+def _winner_cell(w, names=None) -> str:
+    return "equal (tie)" if w == be.TIED else _short(w, names)
 
 
 def markdown(results: Results | dict) -> str:
@@ -245,12 +262,15 @@ def markdown(results: Results | dict) -> str:
            f"{hi:g} GB/s of WAN bandwidth per direction (closed forms, d calibrated to the study's "
            "step times, single-seed steps to target). Basis: hypothesis = E' takes E's steps "
            "(the optics' noise helps, a single seed); exact = the exact band's steps; either = E' "
-           "is not in the pair.", "",
+           "is not in the pair. A tie is a range of bandwidth over which both take equally long "
+           f"(relative difference at most {be.TIE_RTOL:g}: both compute-bound with equal steps); "
+           "it starts where the slower-to-hide variant's communication first fits its window.", "",
            "| pair | basis | budget | break-even | faster below | faster above |",
            "|---|---|---|---|---|---|"]
     for e in r.break_even_GBps:
-        below = _short(e["winner_below"], names) if e["GBps"] else "-"
-        above = _short(e["winner_above"], names) if e["GBps"] else "-"
+        cut = e["GBps"] or e.get("ties_GBps")
+        below = _winner_cell(e["winner_below"], names) if cut else "-"
+        above = _winner_cell(e["winner_above"], names) if cut else "-"
         out.append(f"| {_pair_label(e, names)} | {_basis_label(e['basis'])} | {e['budget']} | "
                    f"{_crossing_cell(e, names)} | {below} | {above} |")
 
@@ -401,7 +421,28 @@ def _crossings(sc: Scenario, results: Results, pairs, rows, grid) -> list[dict]:
     return out
 
 
-def _breakeven_words(rows, crossings, pairs, wan_i, grid, at, with_crossings) -> list[str]:
+def _ties(sc: Scenario, results: Results, pairs) -> list[dict]:
+    """The shaded bands: each interval over which a pair ties (the break-even section's, at the
+    settings it ran), tagged like the crossings."""
+    entries = results.breakeven.break_even_GBps if results.breakeven else []
+    by_budget = results.breakeven.break_even_GBps_by_budget if results.breakeven else []
+    per_budget = {(e["a"], e["b"], e["basis"]) for e in by_budget}
+    own = scenario_budget(sc)
+    out = []
+    for e in [e for e in entries if (e["a"], e["b"], e["basis"]) not in per_budget] + by_budget:
+        if (e["a"], e["b"]) not in pairs:
+            continue
+        module = variant(e["a"]).module or variant(e["b"]).module
+        in_transit = variant(e["a"]).in_transit or variant(e["b"]).in_transit
+        tag = {"enob": enob_label(sc.enob) if in_transit else ANY,
+               "budget": e.get("budget", own) if module else ANY, "basis": e.get("basis") or ANY}
+        for t0, t1 in e.get("ties_GBps") or []:
+            out.append({"pair": f"{short(e['a'])} / {short(e['b'])}", "first": short(e["a"]),
+                        "second": short(e["b"]), "GBps": _num(t0), "GBps_to": _num(t1), **tag})
+    return out
+
+
+def _breakeven_words(rows, crossings, pairs, wan_i, grid, at, with_crossings, ties=()) -> list[str]:
     """Short sentences at one setting: how each in-transit variant fares at the scenario's
     bandwidth, then each crossing, then the pairs that do not cross."""
     words = []
@@ -435,11 +476,23 @@ def _breakeven_words(rows, crossings, pairs, wan_i, grid, at, with_crossings) ->
             f"; {short(a) if below['ratio'] < 1 else short(b)} wins below")
         words.append(f"{short(a)} and {short(b)} break even at "
                      f"{_and([fmt_GBps(x) for x in xs])}{side}.")
+    at_ties = pick(list(ties), **at)
+    for a, b in pairs:
+        pair = f"{short(a)} / {short(b)}"
+        for t in sorted((t for t in at_ties if t["pair"] == pair), key=lambda t: t["GBps"]):
+            words.append(f"{short(a)} and {short(b)} tie (equal times to target) from "
+                         f"{fmt_GBps(t['GBps'])} to {fmt_GBps(t['GBps_to'])}.")
     flat = [f"{short(a)} / {short(b)}" for a, b in pairs
-            if not any(c["pair"] == f"{short(a)} / {short(b)}" for c in at_cross)]
+            if not any(c["pair"] == f"{short(a)} / {short(b)}" for c in [*at_cross, *at_ties])]
     if flat:
         words.append(f"No break-even in 0.1 to 1,000 GB/s: {_and(flat)}.")
     return words
+
+
+def _page_winner(w) -> str:
+    if not w:
+        return "-"
+    return "equal (tie)" if w == be.TIED else short(w)
 
 
 def _span(rs) -> str:
@@ -459,26 +512,30 @@ def breakeven_view(sc: Scenario, results: Results | dict | None, bandwidth: View
     pairs = list(dict.fromkeys((e["a"], e["b"]) for e in entries)) if entries else comparison_pairs()
     pairs = [p for p in pairs if _drawn(*p)] or pairs
     rows = _ratio_rows(sc, pairs, bandwidth)
-    view.data = {"ratios": rows, "crossings": []}
+    view.data = {"ratios": rows, "crossings": [], "ties": []}
     if entries:
         view.data["crossings"] = _crossings(sc, results, pairs, rows, bandwidth.data["grid_GBps"])
+        view.data["ties"] = _ties(sc, results, pairs)
         view.data["crossings_table"] = {
             "columns": ["pair (first vs second)", "basis", "break-even", "faster below",
                         "faster above"],
             "rows": [[f"{short(e['a'])} vs {short(e['b'])}", e.get("basis") or "either",
-                      ", ".join(fmt_GBps(g) for g in e["GBps"] if g is not None) or "none in range",
-                      short(e["winner_below"]) if e.get("winner_below") else "-",
-                      short(e["winner_above"]) if e.get("winner_above") else "-"]
+                      ", ".join([fmt_GBps(g) for g in e["GBps"] if g is not None]
+                                + _tie_words(e, g3)) or "none in range",
+                      _page_winner(e.get("winner_below")), _page_winner(e.get("winner_above"))]
                      for e in entries],
             "caption": (f"Every pair's WAN break-evens in 0.1 to 1,000 GB/s per direction, at "
                         f"{setting_text(sc)}; none in range: the variant faster below wins "
-                        "throughout. Basis: which steps E' takes; either: E' is not in the pair."),
+                        "throughout; a tie: equal times to target over a range (both "
+                        "compute-bound with equal steps). Basis: which steps E' takes; either: "
+                        "E' is not in the pair."),
             "nowrap": [2]}
     else:
         view.lacks("Crossings (bandwidth break-evens found by the root finder)", "break_even_GBps")
     wan_i = bandwidth.data["start"]
     _conclude(view, sc, lambda at: _breakeven_words(rows, view.data["crossings"], pairs, wan_i,
-                                                    bandwidth.data["grid_GBps"], at, bool(entries)))
+                                                    bandwidth.data["grid_GBps"], at, bool(entries),
+                                                    view.data["ties"]))
     enob = be.enob_break_even if be else None
     if enob:
         erows, trows = [], []
@@ -621,6 +678,12 @@ def breakeven_chart(view: View, sc: Scenario, interactive: bool = False):
             y="ratio:Q")
         width = "container" if interactive else WIDTH - 140
         layers = [one, lines]
+        if d.get("ties"):  # equal times over a range of bandwidth: a shaded band
+            layers.insert(0, alt.Chart(alt.NamedData(name="ties")).transform_filter(_filter(sel))
+                          .mark_rect(opacity=0.15).encode(
+                x=x, x2="GBps_to:Q", color=color, tooltip=[
+                    "pair:N", alt.Tooltip("GBps:Q", format=".4g", title="tie from (GB/s)"),
+                    alt.Tooltip("GBps_to:Q", format=".4g", title="tie to (GB/s)")]))
         if d["crossings"]:
             cross = alt.Chart(alt.NamedData(name="crossings")).transform_filter(_filter(sel))
             # values in the tooltip and the table below: labels here would collide
@@ -635,7 +698,7 @@ def breakeven_chart(view: View, sc: Scenario, interactive: bool = False):
 
     chart = panel(None).add_params(*_params(True, sc)) if interactive else _hconcat_bases(panel)
     return _finish(chart), {"ratios": d["ratios"], "crossings": d["crossings"],
-                            "one": [{"ratio": 1.0}]}
+                            "ties": d.get("ties", []), "one": [{"ratio": 1.0}]}
 
 
 

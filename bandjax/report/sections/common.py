@@ -120,14 +120,18 @@ class Results:
     defined (the order of :data:`bandjax.report.sections.SECTIONS`).
     """
 
-    __slots__ = ("schema_version", "_by_key")
+    __slots__ = ("schema_version", "_by_key", "explained")
 
-    def __init__(self, schema_version: int | None = None, **sections):
+    def __init__(self, schema_version: int | None = None, *, explained: dict | None = None,
+                 **sections):
         unknown = sorted(k for k in sections if k not in _TYPES)
         if unknown:
             raise TypeError(f"Results: no section type with key {', '.join(map(repr, unknown))}")
         object.__setattr__(self, "schema_version", schema_version)
         object.__setattr__(self, "_by_key", {k: v for k, v in sections.items() if v is not None})
+        # section key -> {"status": "skipped" | "failed", "why": a sentence}: a section the
+        # report holds no results for, and why (results.json's "explained")
+        object.__setattr__(self, "explained", dict(explained or {}))
 
     def __getattr__(self, key):
         if key in _TYPES:
@@ -139,7 +143,7 @@ class Results:
 
     def __eq__(self, other):
         return (isinstance(other, Results) and self.schema_version == other.schema_version
-                and self._by_key == other._by_key)
+                and self._by_key == other._by_key and self.explained == other.explained)
 
     def __repr__(self):
         return f"Results(schema_version={self.schema_version!r}, sections={list(self._by_key)})"
@@ -154,7 +158,7 @@ class Results:
         if not isinstance(results, dict):
             raise ValueError(f"results: expected an object, got {type(results).__name__}")
         types = section_types()
-        known = {"schema_version"} | {k for t in types
+        known = {"schema_version", "explained"} | {k for t in types
                                       for k in (t.keys() if t.FLAT else (t.KEY,))}
         unknown = sorted(k for k in results if k not in known)
         problems = [f"results: keys not known {', '.join(map(repr, unknown))}"] if unknown else []
@@ -164,9 +168,14 @@ class Results:
                 sections[t.KEY] = t.read(results)
             except ValueError as e:
                 problems.append(str(e))
+        explained = results.get("explained") or {}
+        if not isinstance(explained, dict) or not all(
+                isinstance(v, dict) and isinstance(v.get("why"), str) for v in explained.values()):
+            problems.append("results key 'explained': expected an object of "
+                            "{section: {\"status\", \"why\"}}")
         if problems:
             raise ValueError("; ".join(problems))
-        return cls(schema_version=results.get("schema_version"), **sections)
+        return cls(schema_version=results.get("schema_version"), explained=explained, **sections)
 
     def sections(self) -> list[Section]:
         return [s for s in (self._by_key.get(t.KEY) for t in section_types()) if s is not None]
@@ -175,6 +184,8 @@ class Results:
         out: dict = {} if self.schema_version is None else {"schema_version": self.schema_version}
         for s in self.sections():
             out.update(s.to_json())
+        if self.explained:
+            out["explained"] = {k: dict(v) for k, v in self.explained.items()}
         return out
 
     def names(self) -> dict[str, str]:
@@ -183,7 +194,15 @@ class Results:
         return core.names() if core else {}
 
     def with_section(self, section: Section) -> "Results":
-        return Results(self.schema_version, **{**self._by_key, section.KEY: section})
+        return Results(self.schema_version, explained=self.explained,
+                       **{**self._by_key, section.KEY: section})
+
+    def with_explained(self, key: str, status: str, why: str) -> "Results":
+        """These results with section ``key`` said to be ``status`` ("skipped" or "failed")
+        for the reason ``why`` (a sentence), in its place."""
+        return Results(self.schema_version, explained={**self.explained,
+                                                       key: {"status": status, "why": why}},
+                       **self._by_key)
 
 
 _TYPES: dict[str, type[Section]] = {}
@@ -263,6 +282,48 @@ def short(vid: str) -> str:
 def name(vid: str) -> str:
     """The legend name of a variant: its short label and what it does."""
     return legend_name(variant(vid))
+
+
+# Characters that mean something in markdown or HTML; text from a scenario (variant names) that
+# holds one is escaped before it goes into results.md (the page escapes its own, see explorer).
+MD_SIGNIFICANT = "\\`*_[]<>|~&"
+
+
+def md_text(text: str) -> str:
+    """``text`` as results.md shows it literally: ``&``, ``<``, ``>`` as HTML entities (no tag or
+    comment can open), the other markdown characters of :data:`MD_SIGNIFICANT` backslashed."""
+    out = []
+    for ch in text:
+        if ch in "&<>":
+            out.append({"&": "&amp;", "<": "&lt;", ">": "&gt;"}[ch])
+        elif ch in MD_SIGNIFICANT:
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def md_escaped(results: dict, names) -> dict:
+    """A copy of a results dict in which every occurrence of one of ``names`` (variant labels from
+    a scenario) that holds a markdown or HTML character is :func:`md_text`-escaped, in every
+    string value (keys are left: they are ids, which hold none)."""
+    names = sorted({n for n in names if isinstance(n, str) and any(c in MD_SIGNIFICANT for c in n)},
+                   key=len, reverse=True)
+    if not names:
+        return results
+    import re
+
+    pattern = re.compile("|".join(re.escape(n) for n in names))
+
+    def walk(x):
+        if isinstance(x, str):
+            return pattern.sub(lambda m: md_text(m.group(0)), x)
+        if isinstance(x, dict):
+            return {k: walk(v) for k, v in x.items()}
+        if isinstance(x, list):
+            return [walk(v) for v in x]
+        return x
+    return walk(results)
 
 
 def legend_name(v: _v.Variant) -> str:

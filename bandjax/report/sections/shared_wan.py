@@ -7,6 +7,19 @@ the section gives the step at seed 0, the mean over seeds with a 95% interval (S
 much the step grows against load 0, the queueing approximation (:mod:`bandjax.queueing`) beside
 it, a trace of the first steps for the explorer page, and load-0 engine runs over a range of
 bandwidths that must sit on the closed-form curves.
+
+Before any run starts the section sizes its work to a budget (:func:`size_runs`): the engine's
+cost is estimated from the scenario (:func:`events.engine.estimate_events`, link arrivals at the
+rates :data:`MESSAGES_PER_S` and :data:`BACKGROUND_PER_S` a worker) against ``budget_s`` seconds
+on its workers (:data:`BUDGET_S` by default). The sync's messages are made larger where a sync
+would be more than :data:`MAX_MESSAGES` of them a link; steps, then seeds, are lowered to fit;
+a load that cannot fit even at the fewest steps and seeds is given by the queueing approximation
+alone. What was chosen, and what it costs in accuracy, is kept in the section's ``sizing``.
+
+Where the scenario's WAN links differ (:func:`bandjax.links.differ`) the approximation, which takes
+the links in use as identical, is left out (``approx_left_out`` says so): the table, the sizing's
+fallback and its message-size note then have no approximation, and a load the engine cannot fit
+is not shown.
 """
 
 from __future__ import annotations
@@ -57,6 +70,7 @@ class SharedWan(Section):
     load0_points: list  # {variant, GBps, step_ms, time_to_target_s, basis}
     load0_max_rel_err: float | None
     trace: dict
+    sizing: dict | None = None  # what the budget chose (see size_runs) and what it costs
     approx_left_out: str | None = None  # why the approximation is left out (links that differ)
 
 
@@ -83,11 +97,40 @@ BASIS = "hypothesis"
 SCHEDULER = None  # None: a LocalCluster for the report's runs; "inline": this process
 
 
+BUDGET_S = 60.0
+"""Default seconds of engine work the section may plan for (``bandjax report --budget-s``), on
+each of its workers at once (one inline). The reference scenario's runs take a few of them."""
+
+
+MESSAGES_PER_S = 2.5e5
+"""The sync's messages the engine simulates a second on one worker (each is a SimPy event; about
+3e5 measured on the reference machine, rounded down)."""
+
+
+BACKGROUND_PER_S = 1.2e6
+"""Other jobs' transfers the engine simulates a second on one worker (Lindley's recursion over
+batches; 1.4e6 to 3e6 measured, rounded down)."""
+
+
+RUN_OVERHEAD_S = 0.01
+"""Seconds a run costs beyond its link arrivals (building it, its summary)."""
+
+
+MAX_MESSAGES = 1000
+"""The most messages one sync puts on a link; a larger sync goes as larger messages (the
+approximation's change with the message size is the stated cost)."""
+
+
+MIN_STEPS = 100
+"""Steps a run keeps before its seeds are lowered below the wanted count."""
+
+
 def _options(ctx: dict) -> dict:
-    """Run sizes, overridable through ``ctx["shared_wan"]`` (loads, seeds, steps, scheduler, and
-    ``dcs`` / ``topology`` to run the section on another cluster than the scenario's)."""
+    """Run sizes, overridable through ``ctx["shared_wan"]`` (loads, seeds, steps, scheduler,
+    ``budget_s``, and ``dcs`` / ``topology`` to run the section on another cluster than the
+    scenario's)."""
     opts = {"loads": LOADS, "seeds": SEEDS, "steps": STEPS, "scheduler": SCHEDULER, "n_workers": 2,
-            "progress": True, "dcs": None, "topology": None}
+            "progress": True, "dcs": None, "topology": None, "budget_s": BUDGET_S}
     opts.update(ctx.get(KEY, {}))
     return opts
 
@@ -95,6 +138,127 @@ def _options(ctx: dict) -> dict:
 LINKS_DIFFER = ("The queueing approximation is left out: the scenario's WAN links differ, and it "
                 "takes the links in use as identical; the event engine gives each link its own "
                 "capacity and latency.")
+
+
+def _cost_s(est: dict) -> float:
+    """Estimated seconds of one worker for a run of :func:`events.engine.estimate_events`."""
+    return est["messages"] / MESSAGES_PER_S + est["background"] / BACKGROUND_PER_S + RUN_OVERHEAD_S
+
+
+def _mb(x: float) -> str:
+    return f"{x / 1e6:.4g} MB"
+
+
+def size_runs(scenario: Scenario, ids, loads, seeds: int, steps: int, budget_s: float,
+              workers: int) -> dict:
+    """The engine runs that fit ``budget_s`` seconds on ``workers`` workers, chosen before any
+    starts: {"message_B", "steps", "seeds", "loads" (the engine's), "approx_loads" (the
+    approximation's alone), "max_sim_s", "estimated_s", "events", "notes" (sentences: what was
+    changed and why)}.
+
+    The sync's messages grow to at most :data:`MAX_MESSAGES` a link a sync. If the wanted runs
+    (``seeds`` x ``steps`` at every load and variant) cost more than the budget, steps go down to
+    :data:`MIN_STEPS` (whole rounds of H), then seeds to 2, then steps to one round; a load that
+    does not fit even then is dropped, the most costly first. The sim-time bound of each run is
+    four times its estimate (the estimate stretches a step by 1 / (1 - load), more than the
+    queue does). Each link's background is the load x that link's own bandwidth. Where the links
+    differ (:func:`bandjax.links.differ`) there is no approximation to fall back on: a dropped
+    load is then shown by neither, and ``approx_loads`` is empty.
+    """
+    from events.engine import MAX_SIM_S, estimate_events
+    from events.plan import build as plan_of, sync_every
+
+    from ... import _limits
+
+    notes = []
+    plans = {v: plan_of(scenario, v) for v in ids}
+    H = max(sync_every(scenario, v) for v in ids)
+    m0 = float(scenario.wan_message_B)
+    biggest = max(p.wan_B for p in plans.values())
+    m = max(m0, biggest / MAX_MESSAGES)
+    if m > m0:
+        plans = {v: p.__class__(**{**p.__dict__, "message_B": m}) for v, p in plans.items()}
+
+    def run_cost(load, n):  # (seconds, link arrivals, simulated s) of one run of each variant
+        ests = [estimate_events(p, load, n, math.inf) for p in plans.values()]
+        return (sum(_cost_s(e) for e in ests), sum(e["total"] for e in ests),
+                max(e["sim_s"] for e in ests))
+
+    def total(loads_, seeds_, steps_):
+        c = [run_cost(x, steps_) for x in loads_]
+        return seeds_ * sum(x[0] for x in c), seeds_ * sum(x[1] for x in c)
+
+    capacity = float(budget_s) * max(int(workers), 1)
+
+    def fits(loads_, seeds_, steps_):
+        t, e = total(loads_, seeds_, steps_)
+        return t <= capacity and e <= _limits.MAX_EVENTS
+
+    def whole(n):  # whole rounds of H where a round fits in n
+        return n // H * H if n >= H else max(n, 1)
+
+    asked_steps = int(steps)
+    # whole rounds of H, at least one: fewer steps than H would never sync
+    want_seeds, want_steps = int(seeds), max(H, asked_steps // H * H)
+    least_seeds, least_steps = min(2, want_seeds), H
+    kept = [float(x) for x in loads]
+    dropped = []
+    while kept and not fits(kept, least_seeds, least_steps):
+        worst = max(kept, key=lambda x: run_cost(x, least_steps)[0])
+        kept.remove(worst)
+        dropped.append(worst)
+    chosen_seeds, chosen_steps = want_seeds, want_steps
+    if kept and not fits(kept, want_seeds, want_steps):
+        def most_steps(n_seeds, floor):  # the most steps (whole rounds) that fit, or None
+            lo, hi = floor, want_steps
+            if not fits(kept, n_seeds, lo):
+                return None
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if fits(kept, n_seeds, mid) else (lo, mid)
+            return whole(hi if fits(kept, n_seeds, hi) else lo)
+
+        floor = min(max(MIN_STEPS, least_steps), want_steps)
+        chosen_steps = most_steps(want_seeds, floor)
+        if chosen_steps is None:
+            chosen_seeds = want_seeds
+            while chosen_seeds > least_seeds and chosen_steps is None:
+                chosen_seeds = max(least_seeds, chosen_seeds // 2)
+                chosen_steps = most_steps(chosen_seeds, floor)
+            if chosen_steps is None:
+                chosen_seeds = least_seeds
+                chosen_steps = most_steps(least_seeds, least_steps) or least_steps
+    if not kept:
+        chosen_seeds, chosen_steps = 0, 0
+    t, e = total(kept, chosen_seeds, chosen_steps) if kept else (0.0, 0.0)
+    sim = max([run_cost(x, chosen_steps)[2] for x in kept], default=0.0)
+    if m > m0:
+        notes.append(f"The sync's WAN messages ran at {_mb(m)} instead of the scenario's "
+                     f"{_mb(m0)}, so that a sync is at most {MAX_MESSAGES} messages a link.")
+    if want_steps != asked_steps:
+        notes.append(f"Runs of whole rounds of H = {H} steps: {want_steps} steps wanted instead "
+                     f"of {asked_steps}.")
+    if kept and (chosen_steps, chosen_seeds) != (want_steps, want_seeds):
+        notes.append(f"Runs of {chosen_steps} steps x {chosen_seeds} seeds instead of "
+                     f"{want_steps} x {want_seeds}, to fit the budget of {float(budget_s):g} s "
+                     f"on {max(int(workers), 1)} worker(s) (about {e:.3g} link arrivals).")
+    differ = _links.differ(scenario)
+    if dropped:
+        at = ("each link's own bandwidth" if differ
+              else f"{float(scenario.wan_Bps) / 1e9:g} GB/s a link")
+        notes.append(f"Load {', '.join(f'{x:g}' for x in sorted(dropped))}: the engine would "
+                     f"need more than the budget of {float(budget_s):g} s even at "
+                     f"{least_steps} steps x {least_seeds} seeds (other jobs' transfers of "
+                     f"{_mb(float(scenario.background_B))} at load x {at}), "
+                     + ("and the queueing approximation assumes identical links, so this load "
+                        "is not shown." if differ else
+                        "so the queueing approximation stands alone there."))
+    return {"message_B": m, "scenario_message_B": m0, "steps": chosen_steps,
+            "seeds": chosen_seeds, "steps_wanted": asked_steps, "seeds_wanted": want_seeds,
+            "loads": kept, "approx_loads": [] if differ else sorted(dropped),
+            "budget_s": float(budget_s),
+            "workers": max(int(workers), 1), "estimated_s": t / max(int(workers), 1),
+            "events": e, "max_sim_s": max(MAX_SIM_S, 4 * sim), "notes": notes}
 
 
 def with_cluster(sc: Scenario, dcs=None, topology=None) -> Scenario:
@@ -137,11 +301,12 @@ def ci95(samples) -> tuple[float, float]:
 
 
 def build(scenario: Scenario, ctx: dict) -> SharedWan:
-    """Engine runs and the approximation for ``scenario``; see the module docstring."""
+    """Engine runs and the approximation for ``scenario``, sized to the budget first
+    (:func:`size_runs`); see the module docstring."""
     import events
     import jax.numpy as jnp
-    from events.engine import TRACE_STEPS
-    from events.plan import sync_every
+    from events.engine import TRACE_STEPS, estimate_events
+    from events.plan import build as plan_of, sync_every
 
     from ...queueing import ACCURACY_BY_CLUSTER, accuracy, shared_wan_step_s
     from ...step import step_s
@@ -149,22 +314,50 @@ def build(scenario: Scenario, ctx: dict) -> SharedWan:
     o = _options(ctx)
     scenario = with_cluster(scenario, o["dcs"], o["topology"])
     loads = [float(x) for x in o["loads"]]
-    seeds = list(range(int(o["seeds"])))
     H = sync_every(scenario)
-    with events.client(o["scheduler"], o["n_workers"]) as where:
-        runs = events.sweep(scenario, load=loads, seed=seeds, steps=int(o["steps"]),
-                            scheduler=where, progress=o["progress"])
-        load0 = events.sweep(scenario, load=0.0, seed=0, bandwidth=list(LOAD0_GBPS),
-                             steps=2 * H, scheduler=where, progress=o["progress"])
-    ids = list(runs.variant.values)
-    step_ms = runs.step_s * 1e3
+    inline = o["scheduler"] == "inline"
+    workers = 1 if inline else int(o["n_workers"])
+    ids = list(scenario.ids)
+    sized = size_runs(scenario, ids, loads, int(o["seeds"]), int(o["steps"]),
+                      float(o["budget_s"]), workers)
+    notes = list(sized["notes"])
     left_out = LINKS_DIFFER if _links.differ(scenario) else None
-    approx = (None if left_out else
-              np.asarray(shared_wan_step_s(scenario, jnp.asarray(loads))) * 1e3)
-    mean = step_ms.mean("seed")
+    at_m = scenario.replace(wan_message_B=sized["message_B"])  # the scenario the engine runs
+    run_loads, seeds = sized["loads"], list(range(sized["seeds"]))
+    runs = load0 = None
+    # load 0 over bandwidths: a few messages a link (the step does not depend on their size there)
+    load0_sc = scenario.replace(wan_message_B=max(
+        sized["message_B"], max(plan_of(scenario, v).wan_B for v in ids) / 16))
+    load0_sim = max(estimate_events(plan_of(load0_sc.replace(wan_Bps=g * 1e9), v), 0.0, 2 * H,
+                                    math.inf)["sim_s"] for g in LOAD0_GBPS for v in ids)
+    try:
+        with events.client(o["scheduler"], o["n_workers"]) as where:
+            if run_loads:
+                runs = events.sweep(at_m, load=run_loads, seed=seeds, steps=sized["steps"],
+                                    scheduler=where, progress=o["progress"],
+                                    max_sim_s=sized["max_sim_s"])
+            load0 = events.sweep(load0_sc, load=0.0, seed=0, bandwidth=list(LOAD0_GBPS),
+                                 steps=2 * H, scheduler=where, progress=o["progress"],
+                                 max_sim_s=max(events.MAX_SIM_S, 4 * load0_sim))
+    except (ValueError, RuntimeError) as e:  # a bound the estimate missed: the approximation
+        notes.append(f"The engine's runs stopped ({e}); " + (
+            "the queueing approximation assumes identical links, so no step is shown."
+            if left_out else "the queueing approximation stands alone."))
+        runs = None
+        sized = {**sized, "approx_loads": [] if left_out else sorted(
+            set(sized["approx_loads"]) | set(run_loads)), "loads": []}
+        run_loads = []
+    approx = approx_m = None
+    if not left_out:
+        approx = np.asarray(shared_wan_step_s(scenario, jnp.asarray(loads))) * 1e3
+        approx_m = np.asarray(shared_wan_step_s(at_m, jnp.asarray(loads))) * 1e3
     closed_ms = np.asarray(step_s(scenario)) * 1e3  # the load-0 step: the engine equals it there
+    if approx is not None and sized["message_B"] > sized["scenario_message_B"]:
+        cost = float(np.max(np.abs(approx_m / approx - 1)))
+        notes.append(f"By the queueing approximation that message size moves the mean step by "
+                     f"at most {cost:.2%} (largest over variants and loads).")
     stated = {"accuracy": None, "basis": None} if left_out else accuracy(scenario)
-    out = {"seed": 0, "loads": loads, "steps": int(o["steps"]), "seeds": len(seeds),
+    out = {"seed": 0, "loads": loads, "steps": sized["steps"], "seeds": len(seeds),
            "bandwidth_GBps": float(scenario.wan_Bps) / 1e9,
            "dcs": int(float(scenario.dcs)),
            "topology": _v.TOPOLOGIES[int(float(scenario.topology))],
@@ -174,47 +367,82 @@ def build(scenario: Scenario, ctx: dict) -> SharedWan:
            "approx_accuracy": stated["accuracy"], "approx_accuracy_basis": stated["basis"],
            "approx_accuracy_by_cluster": [{"dcs": k, "topology": t, "accuracy": v}
                                           for (k, t), v in ACCURACY_BY_CLUSTER.items()]}
-    worst = 0.0
-    for i, vid in enumerate(ids):
-        at = scenario.ids.index(vid)
-        s = step_ms.sel(variant=vid)
-        m = mean.sel(variant=vid).values
-        out["step_ms"][vid] = [float(x) for x in s.sel(seed=0).values]
-        out["mean_step_ms"][vid] = [float(x) for x in m]
-        out["ci95_ms"][vid] = [list(ci95(s.sel(load=x).values)) for x in loads]
-        out["growth"][vid] = [float(x / closed_ms[at]) for x in m]
-        out["p95_ms"][vid] = [float(x) for x in (runs.step_p95_s.sel(variant=vid, seed=0) * 1e3).values]
-        out["wan_utilisation"][vid] = [float(x) for x in runs.wan_utilisation.sel(variant=vid, seed=0).values]
-        out["wan_utilisation_max"][vid] = [
-            float(x) for x in runs.wan_utilisation_max.sel(variant=vid, seed=0).values]
+    worst, widest = None, None
+    none = [None] * len(loads)
+    for vid in ids:
+        at = ids.index(vid)
         if approx is not None:
-            a = approx[:, at]
-            out["approx_step_ms"][vid] = [float(x) for x in a]
-            worst = max(worst, float(np.max(np.abs(a / m - 1))))
-    out["approx_max_rel_err"] = None if left_out else worst
+            out["approx_step_ms"][vid] = [float(x) for x in approx[:, at]]
+        for k in ("step_ms", "mean_step_ms", "growth", "p95_ms", "wan_utilisation",
+                  "wan_utilisation_max"):
+            out[k][vid] = list(none)
+        out["ci95_ms"][vid] = [[None, None] for _ in loads]
+        if runs is None:
+            continue
+        step_ms = runs.step_s.sel(variant=vid) * 1e3
+        for j, x in enumerate(loads):
+            if x not in run_loads:
+                continue
+            s = step_ms.sel(load=x)
+            m = float(s.mean("seed"))
+            lo, hi = ci95(s.values)
+            out["step_ms"][vid][j] = float(s.sel(seed=0))
+            out["mean_step_ms"][vid][j] = m
+            out["ci95_ms"][vid][j] = [lo, hi]
+            out["growth"][vid][j] = m / closed_ms[at]
+            out["p95_ms"][vid][j] = float(runs.step_p95_s.sel(variant=vid, seed=0, load=x)) * 1e3
+            out["wan_utilisation"][vid][j] = float(runs.wan_utilisation.sel(variant=vid, seed=0,
+                                                                             load=x))
+            out["wan_utilisation_max"][vid][j] = float(runs.wan_utilisation_max.sel(
+                variant=vid, seed=0, load=x))
+            if approx_m is not None:
+                err = abs(approx_m[j, at] / m - 1)
+                worst = err if worst is None else max(worst, err)
+            if x > 0 and math.isfinite(lo) and m > 0:  # load 0 is deterministic
+                widest = max(widest or 0.0, (hi - lo) / 2 / m)
+    out["approx_max_rel_err"] = worst
     if left_out:
         out["approx_step_ms"], out["approx_left_out"] = None, left_out
+    if widest is not None:
+        notes.append(f"The 95% intervals' half-width is at most {widest:.2%} of the mean "
+                     f"({sized['seeds']} seeds x {sized['steps']} steps a run).")
 
     # load 0 over bandwidths: the engine against the closed form, and dots for the page
     points, err = [], 0.0
-    for g in LOAD0_GBPS:
+    for g in LOAD0_GBPS if load0 is not None else ():
         sc_g = scenario.replace(wan_Bps=g * 1e9)
         closed = np.asarray(step_s(sc_g))
         for vid in ids:
             eng = float(load0.step_s.sel(bandwidth=g, variant=vid))
-            err = max(err, abs(eng / closed[scenario.ids.index(vid)] - 1))
+            err = max(err, abs(eng / closed[ids.index(vid)] - 1))
             steps = scenario.steps.lookup(vid, float(scenario.enob), BASIS, scenario.variants)
             ttt = steps * eng if math.isfinite(steps) else None
             points.append({"variant": vid, "GBps": g, "step_ms": eng * 1e3,
                            "time_to_target_s": ttt, "basis": BASIS})
     out["load0_points"] = points
-    out["load0_max_rel_err"] = err
+    out["load0_max_rel_err"] = err if points else None
 
-    # the trace follows the registry's first variant (the study's dense AdamW baseline)
-    trace_variant = scenario.ids[0]
-    run = events.run(scenario, trace_variant, TRACE_LOAD, seed=0, steps=TRACE_STEPS)
-    out["trace"] = {"variant": trace_variant, "load": TRACE_LOAD,
-                    "bandwidth_GBps": float(scenario.wan_Bps) / 1e9, **run.trace}
+    # the trace follows the registry's first variant (the study's dense AdamW baseline), at the
+    # highest load the engine ran, when its few steps fit in a fifth of the budget
+    trace_variant = ids[0]
+    out["trace"] = {}
+    trace_load = TRACE_LOAD if TRACE_LOAD in run_loads else max(run_loads, default=None)
+    if trace_load is not None:
+        plan = plan_of(at_m, trace_variant)
+        est = estimate_events(plan, trace_load, TRACE_STEPS, math.inf)
+        if _cost_s(est) <= float(o["budget_s"]) / 5:
+            try:
+                run = events.run(at_m, trace_variant, trace_load, seed=0, steps=TRACE_STEPS,
+                                 max_sim_s=max(events.MAX_SIM_S, 4 * est["sim_s"]))
+                out["trace"] = {"variant": trace_variant, "load": trace_load,
+                                "bandwidth_GBps": float(scenario.wan_Bps) / 1e9, **run.trace}
+            except (ValueError, RuntimeError) as e:
+                notes.append(f"No trace: {e}")
+        else:
+            notes.append(f"No trace of the first steps: {TRACE_STEPS} steps of "
+                         f"{scenario.variant(trace_variant).short} at load {trace_load:g} would take about "
+                         f"{_cost_s(est):.3g} s, over a fifth of the budget.")
+    out["sizing"] = {k: v for k, v in sized.items()} | {"notes": notes}
     return SharedWan(**out)
 
 
@@ -240,15 +468,16 @@ def markdown(results: Results | dict) -> str:
         f"{K} DCs joined as a {topology}: each of the {r.links} directed WAN links in "
         f"use ({r.bandwidth_GBps:g} GB/s " + ("the slowest; each at its own" if r.approx_left_out
                                              else "each") + ") is a first-come-first-served link "
-        "shared with other jobs' Poisson 1 MB transfers at load x capacity; the sync's bytes on "
-        "each link go as 1 MB messages one after another, and the step ends when every link is "
-        "done. Step times in ms: one run of "
+        "shared with other jobs' Poisson transfers at load x capacity; the sync's bytes on "
+        f"each link go as {_mb((r.sizing or {}).get('message_B', 1e6))} messages one after "
+        "another, and the step ends when every link is done. Step times in ms: one run of "
         f"{r.steps} steps at seed {r.seed}, the mean over {r.seeds} seeds with its 95% "
         "interval (Student t), its growth against the load-0 step (the closed form, which the "
         "engine equals at load 0)"
         + (", and the queueing approximation "
-           f"(stated accuracy {r.approx_accuracy:.0%} {r.approx_accuracy_basis or ''}; "
-           f"largest deviation here {r.approx_max_rel_err:.1%})" if approx else "")
+           f"(stated accuracy {r.approx_accuracy:.0%} {r.approx_accuracy_basis or ''}"
+           + (f"; largest deviation here {r.approx_max_rel_err:.1%}" if r.approx_max_rel_err
+              is not None else "") + ")" if approx else "")
         + ". Budget [free] unless the scenario sets one; d calibrated to the study's step times."
         + (f" {r.approx_left_out}" if r.approx_left_out else ""),
         "",
@@ -257,27 +486,36 @@ def markdown(results: Results | dict) -> str:
     ]
     # the scenario's own variants (a user's included), as the report's setup lists them
     shorts = results.names()
+    sizing = r.sizing or {}
     for vid, s in r.step_ms.items():
         cells = []
         for j in range(len(loads)):
             lo, hi = r.ci95_ms[vid][j]
+            a = r.approx_step_ms[vid][j] if approx else None
+            a_cell = f" / {'n/a' if a is None else f'{a:.3f}'}" if approx else ""
+            if s[j] is None:
+                cells.append(f"n/a (approximation only){a_cell}" if approx else
+                             "n/a (over the engine's budget; no approximation: the links differ)")
+                continue
             interval = "[n/a: one seed]" if lo is None else f"[{lo:.3f}, {hi:.3f}]"
             cells.append(f"{s[j]:.3f} / {r.mean_step_ms[vid][j]:.3f} {interval} / "
-                         f"x{r.growth[vid][j]:.2f}"
-                         + (f" / {r.approx_step_ms[vid][j]:.3f}" if approx else ""))
+                         f"x{r.growth[vid][j]:.2f}{a_cell}")
         lines.append(f"| {shorts.get(vid, vid)} | " + " | ".join(cells) + " |")
+    if sizing.get("notes"):
+        lines += ["", "The engine's runs, sized to its budget: " + " ".join(sizing["notes"])]
     measured = r.approx_accuracy_by_cluster
     if approx and measured and all(m["accuracy"] is not None for m in measured):
         lines += ["", "The approximation's worst error against the engine's mean (every variant, "
                   "12.5 GB/s per link, loads 0.5 to 0.95): "
                   + ", ".join(f"K = {m['dcs']} {m['topology'] if m['dcs'] > 2 else ''}"
                               .rstrip() + f" {m['accuracy']:.0%}" for m in measured) + "."]
-    lines += [
-        "",
-        f"At load 0 the engine matches the closed-form step to {r.load0_max_rel_err:.1e} "
-        f"(largest relative difference over every variant at "
-        f"{', '.join(f'{p:g}' for p in sorted({p['GBps'] for p in r.load0_points}))} GB/s).",
-    ]
+    if r.load0_points and r.load0_max_rel_err is not None:
+        lines += [
+            "",
+            f"At load 0 the engine matches the closed-form step to {r.load0_max_rel_err:.1e} "
+            f"(largest relative difference over every variant at "
+            f"{', '.join(f'{p:g}' for p in sorted({p['GBps'] for p in r.load0_points}))} GB/s).",
+        ]
     return "\n".join(lines)
 
 
@@ -319,7 +557,11 @@ def shared_wan_view(sc: Scenario, results: Results | dict | None) -> View:
         cells = [f"{float(load):g}"]
         for vid in [v for v in sc.ids if v in step]:
             s = step[vid][j]
-            cell = "n/a" if s is None else f"{float(s):.4g}"
+            a = approx.get(vid, [None] * len(loads))[j]
+            cell = f"{float(s):.4g}" if s is not None else (
+                f"n/a (approximation {float(a):.4g})" if a is not None else
+                "n/a (over the engine's budget; no approximation: the links differ)"
+                if sw.approx_left_out else "n/a")
             if vid in ci and ci[vid][j] and ci[vid][j][0] is not None:
                 lo, hi = ci[vid][j]
                 cell += f" [{float(lo):.4g}, {float(hi):.4g}]"
@@ -374,6 +616,9 @@ def shared_wan_view(sc: Scenario, results: Results | dict | None) -> View:
         "Queues are counted in transfers waiting on the link (other jobs' and the sync's, up to "
         "1 MB each); the sync's bytes left (both directions) in MB (1e6 bytes).",
     ]
+    if sw.sizing and sw.sizing.get("notes"):
+        view.assumptions.append("The engine's runs, sized to its budget: "
+                                + " ".join(sw.sizing["notes"]))
     if approx:
         acc = sw.approx_accuracy
         view.assumptions.append(
