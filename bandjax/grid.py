@@ -199,10 +199,9 @@ def evaluate_grid(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "f
     return {k: np.asarray(v) for k, v in raw.items()}
 
 
-def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Dataset:
-    """The labelled dataset of a grid's evaluated quantities."""
-    dims = g.dims
-    grid_shape = g.shape
+def grid_coords(g: Grid) -> dict:
+    """The grid's coordinates as xarray Variables: one per axis, each scalar argument, and the
+    extra coordinates beside the axes (labels, names)."""
     coords: dict[str, object] = {}
     for a in g.axes:
         coords[a.name] = xr.Variable(a.name, np.asarray(a.coords), a.attrs)
@@ -210,6 +209,14 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Datase
         coords[dim] = xr.Variable((), cval, g.scalar_attrs.get(dim, {}))
     for name, (cdims, values, attrs) in g.extra_coords.items():
         coords[name] = xr.Variable(cdims, values, attrs)
+    return coords
+
+
+def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Dataset:
+    """The labelled dataset of a grid's evaluated quantities."""
+    dims = g.dims
+    grid_shape = g.shape
+    coords = grid_coords(g)
     # numeric for plots and arithmetic; named beside it, and selectable by name on an axis
     # (ds.sel(budget="low"), see BudgetIndex)
     if "budget" in coords:

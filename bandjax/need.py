@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 import xarray as xr
 
-from .grid import scenario_arrays
+from .grid import grid_coords, scenario_arrays
 from .labels import COORD_ATTRS
 from .links import scaling_note
 from .scenario import Scenario, reference
@@ -222,13 +222,8 @@ def required_bandwidth(scenario: Scenario | None = None, utilisation=DEFAULT_UTI
         bandwidth, status, cap = (x[..., 0] for x in (bandwidth, status, cap))
         dims = dims[:-1]
     coords: dict = {"utilisation": xr.Variable("utilisation", u, {
-        "units": "1", "long_name": "compute utilisation target (GPU compute / step time)"})}
-    for a in g.axes:
-        coords[a.name] = xr.Variable(a.name, np.asarray(a.coords), a.attrs)
-    for dim, cval in g.scalars.items():
-        coords[dim] = xr.Variable((), cval, g.scalar_attrs.get(dim, {}))
-    for name, (cdims, values, attrs) in g.extra_coords.items():
-        coords[name] = xr.Variable(cdims, values, attrs)
+        "units": "1", "long_name": "compute utilisation target (GPU compute / step time)"}),
+        **grid_coords(g)}
     vids = g.variants
     if g.variant_is_dim:
         coords["variant"] = xr.Variable("variant", np.asarray(vids), COORD_ATTRS["variant"])

@@ -379,23 +379,30 @@ def _ratio_rows(sc: Scenario, pairs, bandwidth: View) -> list[dict]:
     return _collapse(rows, key=("pair", "i"), value="ratio")
 
 
-def _crossings(sc: Scenario, results: Results, pairs, rows, grid) -> list[dict]:
-    """The diamonds: the root finder's crossings where the break-even section gives them (the
-    scenario's ENOB, every budget it ran), and elsewhere the crossings of the ratio curves on the
-    page, interpolated between grid points (log-log), so a setting of the controls the section did
-    not run still shows where its curves cross."""
+def _section_entries(sc: Scenario, results: Results, pairs):
+    """The break-even section's entries of the compared ``pairs`` (those it ran per budget, and the
+    others at the scenario's budget), each with its tag of the page's controls: (entry, tag)."""
     entries = results.breakeven.break_even_GBps if results.breakeven else []
     by_budget = results.breakeven.break_even_GBps_by_budget if results.breakeven else []
     per_budget = {(e["a"], e["b"], e["basis"]) for e in by_budget}
     own = scenario_budget(sc)
-    out, covered = [], set()
     for e in [e for e in entries if (e["a"], e["b"], e["basis"]) not in per_budget] + by_budget:
         if (e["a"], e["b"]) not in pairs:
             continue
         module = variant(e["a"]).module or variant(e["b"]).module
         in_transit = variant(e["a"]).in_transit or variant(e["b"]).in_transit
-        tag = {"enob": enob_label(sc.enob) if in_transit else ANY,
-               "budget": e.get("budget", own) if module else ANY, "basis": e.get("basis") or ANY}
+        yield e, {"enob": enob_label(sc.enob) if in_transit else ANY,
+                  "budget": e.get("budget", own) if module else ANY,
+                  "basis": e.get("basis") or ANY}
+
+
+def _crossings(sc: Scenario, results: Results, pairs, rows, grid) -> list[dict]:
+    """The diamonds: the root finder's crossings where the break-even section gives them (the
+    scenario's ENOB, every budget it ran), and elsewhere the crossings of the ratio curves on the
+    page, interpolated between grid points (log-log), so a setting of the controls the section did
+    not run still shows where its curves cross."""
+    out, covered = [], set()
+    for e, tag in _section_entries(sc, results, pairs):
         pair = f"{short(e['a'])} / {short(e['b'])}"
         covered |= {(pair, setting_key(at)) for at in settings(sc)
                     if all(tag[c] in (ANY, at[c]) for c in CONTROLS)}
@@ -424,18 +431,8 @@ def _crossings(sc: Scenario, results: Results, pairs, rows, grid) -> list[dict]:
 def _ties(sc: Scenario, results: Results, pairs) -> list[dict]:
     """The shaded bands: each interval over which a pair ties (the break-even section's, at the
     settings it ran), tagged like the crossings."""
-    entries = results.breakeven.break_even_GBps if results.breakeven else []
-    by_budget = results.breakeven.break_even_GBps_by_budget if results.breakeven else []
-    per_budget = {(e["a"], e["b"], e["basis"]) for e in by_budget}
-    own = scenario_budget(sc)
     out = []
-    for e in [e for e in entries if (e["a"], e["b"], e["basis"]) not in per_budget] + by_budget:
-        if (e["a"], e["b"]) not in pairs:
-            continue
-        module = variant(e["a"]).module or variant(e["b"]).module
-        in_transit = variant(e["a"]).in_transit or variant(e["b"]).in_transit
-        tag = {"enob": enob_label(sc.enob) if in_transit else ANY,
-               "budget": e.get("budget", own) if module else ANY, "basis": e.get("basis") or ANY}
+    for e, tag in _section_entries(sc, results, pairs):
         for t0, t1 in e.get("ties_GBps") or []:
             out.append({"pair": f"{short(e['a'])} / {short(e['b'])}", "first": short(e["a"]),
                         "second": short(e["b"]), "GBps": _num(t0), "GBps_to": _num(t1), **tag})
