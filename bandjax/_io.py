@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -156,8 +157,12 @@ _leaving = threading.Lock()
 def _leave() -> None:
     if not _leaving.acquire(blocking=False):
         return
+    # a progress bar drawn on stderr leaves its line open: the one line starts a fresh one
+    tqdm = sys.modules.get("tqdm")
+    bars = list(getattr(getattr(tqdm, "tqdm", None), "_instances", None) or ())
+    fresh = "\n" if any(not getattr(b, "disable", True) for b in bars) else ""
     try:
-        os.write(2, (_interrupt["line"] + "\n").encode())
+        os.write(2, (fresh + _interrupt["line"] + "\n").encode())
     except OSError:
         pass
     try:  # worker processes of a LocalCluster this command made: ended, silently
