@@ -91,7 +91,7 @@ def test_winner_writes_zarr_whole(tmp_path, capsys):
     (["--over", "bandwidth", "1", "2"], "--over bandwidth: the bandwidth is the table's axis"),
     (["--over", "dcs", "2", "--over", "dcs", "4"], "--over dcs given twice"),
     (["--bandwidth", "0", "1"], "--bandwidth 0 1: must be GB/s with 0 < LO <= HI"),
-    (["--points", "0"], "--points 0: must be a whole number of points in 1 .. 100000"),
+    (["--points", "0"], "--points 0: must be a whole number of points in 1 .. 100,000"),
     (["--write", "map.csv"], "--write 'map.csv': must end in .zarr"),
     (["--variant", "Z"], "--variant Z:"),
     (["--over", "topology", "star"], "--over: topology = 'star'"),

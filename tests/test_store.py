@@ -249,5 +249,5 @@ def test_the_store_command_writes_the_sweep(tmp_path, monkeypatch, capsys):
         bandjax.sweep(bandwidth=np.geomspace(0.5, 50.0, 7), budget=["free", 200.0],
                       quantities=("step_s", "status")))
     bad = parser.parse_args(["store", str(tmp_path / "d.zarr"), "--bandwidth", "5", "0.5"])
-    with pytest.raises(ValueError, match=r"--bandwidth = 5 0.5 GB/s: must be finite with 0 < LO"):
+    with pytest.raises(ValueError, match=r"--bandwidth 5 0.5: must be GB/s with 0 < LO <= HI, finite"):
         bad.func(bad)

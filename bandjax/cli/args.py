@@ -7,6 +7,7 @@ them). Nothing here loads jax: building the parser, and so ``--help``, stays ins
 from __future__ import annotations
 
 import argparse
+import math
 
 
 def scenario_arg(parser: argparse.ArgumentParser) -> None:
@@ -52,3 +53,15 @@ def variant_ids(option: str, names, sc) -> list[str]:
         raise ValueError(f"{option} {' '.join(names)}: {', '.join(twice)} given twice; give each "
                          "variant once")
     return ids
+
+
+def check_bandwidth_range(lo: float, hi: float) -> None:
+    """``--bandwidth LO HI``: finite GB/s with 0 < LO <= HI (one wording for every command)."""
+    if not (math.isfinite(lo) and math.isfinite(hi) and 0 < lo <= hi):
+        raise ValueError(f"--bandwidth {lo:g} {hi:g}: must be GB/s with 0 < LO <= HI, finite")
+
+
+def check_points(points: int, most: int) -> None:
+    """``--points N``: a whole number of points in 1 .. ``most``."""
+    if not 1 <= points <= most:
+        raise ValueError(f"--points {points}: must be a whole number of points in 1 .. {most:,}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .args import load_scenario, scenario_arg
+from .args import check_bandwidth_range, check_points, load_scenario, scenario_arg
 
 
 def _budget(text: str):
@@ -22,13 +22,10 @@ def _store_cli(args) -> int:
     from .. import store
 
     lo, hi = args.bandwidth
-    if not (np.isfinite(lo) and np.isfinite(hi) and 0 < lo <= hi):
-        raise ValueError(f"--bandwidth = {lo:g} {hi:g} GB/s: must be finite with 0 < LO <= HI")
+    check_bandwidth_range(lo, hi)
     from .._limits import MAX_AXIS_VALUES
 
-    if not 1 <= args.points <= MAX_AXIS_VALUES:
-        raise ValueError(f"--points = {args.points}: must be a whole number in [1, "
-                         f"{MAX_AXIS_VALUES:,}]")
+    check_points(args.points, MAX_AXIS_VALUES)
     if not (np.isfinite(args.chunk_MiB) and args.chunk_MiB > 0):
         raise ValueError(f"--chunk-MiB = {args.chunk_MiB:g}: must be a finite number > 0 MiB")
     sweep_args = {"bandwidth": np.geomspace(lo, hi, args.points)}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from .args import load_scenario, scenario_arg, variant_ids
+from .args import check_bandwidth_range, check_points, load_scenario, scenario_arg, variant_ids
 
 MAX_POINTS = 100_000  # bandwidth points of the printed map
 
@@ -26,11 +26,8 @@ def check_winner_args(args) -> None:
     """Refuse ``bandjax winner`` arguments that are not allowed, before any work; each message
     names the option, the value as typed and what is allowed."""
     lo, hi = args.bandwidth
-    if not (math.isfinite(lo) and math.isfinite(hi) and 0 < lo <= hi):
-        raise ValueError(f"--bandwidth {lo:g} {hi:g}: must be GB/s with 0 < LO <= HI, finite")
-    if not 1 <= args.points <= MAX_POINTS:
-        raise ValueError(f"--points {args.points}: must be a whole number of points in 1 .. "
-                         f"{MAX_POINTS}")
+    check_bandwidth_range(lo, hi)
+    check_points(args.points, MAX_POINTS)
     seen = set()
     for name, *values in args.over or ():
         if name in ("bandwidth", "wan_Bps"):
