@@ -65,3 +65,11 @@ def check_points(points: int, most: int) -> None:
     """``--points N``: a whole number of points in 1 .. ``most``."""
     if not 1 <= points <= most:
         raise ValueError(f"--points {points}: must be a whole number of points in 1 .. {most:,}")
+
+
+def check_once(option: str, values, what: str) -> None:
+    """A list option names each value once: ``--load 0 0.5 0.5`` is refused, naming the repeat."""
+    twice = sorted({x for x in values if list(values).count(x) > 1})
+    if twice:
+        raise ValueError(f"{option} {' '.join(f'{x:g}' for x in values)}: "
+                         f"{', '.join(f'{x:g}' for x in twice)} given twice; give each {what} once")

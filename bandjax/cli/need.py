@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from ..variants import METHODS
-from .args import load_scenario, scenario_arg
+from .args import check_once, load_scenario, scenario_arg
 
 DEFAULT_TARGETS = (0.5, 0.8, 0.9, 0.95, 0.99)  # as the report's table
 DEFAULT_RANGE_GBps = (0.1, 1000.0)
@@ -25,10 +25,7 @@ def check_need_args(args) -> None:
         if not (math.isfinite(u) and 0 < u < 1):
             raise ValueError(f"--utilisation {u:g}: must be a compute-utilisation target in (0, 1) "
                              "(GPU compute / step time, e.g. 0.9)")
-    twice = sorted({u for u in args.utilisation if list(args.utilisation).count(u) > 1})
-    if twice:
-        raise ValueError(f"--utilisation {' '.join(f'{u:g}' for u in args.utilisation)}: "
-                         f"{', '.join(f'{u:g}' for u in twice)} given twice; give each target once")
+    check_once("--utilisation", args.utilisation, "target")
     lo, hi = args.range
     if not (math.isfinite(lo) and math.isfinite(hi) and 0 < lo < hi):
         raise ValueError(f"--range {lo:g} {hi:g} GB/s: must be finite, positive and ordered, "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from ..variants import TOPOLOGIES
-from .args import load_scenario, scenario_arg, variant_ids
+from .args import check_once, load_scenario, scenario_arg, variant_ids
 
 
 def check_wan_args(args) -> None:
@@ -24,10 +24,7 @@ def check_wan_args(args) -> None:
         if not 0 <= x < 1:
             raise ValueError(f"--load {x:g}: must be in [0, 1) (other jobs' share of each WAN "
                              "direction)")
-    twice = sorted({x for x in args.load if list(args.load).count(x) > 1})
-    if twice:
-        raise ValueError(f"--load {' '.join(f'{x:g}' for x in args.load)}: "
-                         f"{', '.join(f'{x:g}' for x in twice)} given twice; give each load once")
+    check_once("--load", args.load, "load")
     if not 1 <= args.steps <= _limits.MAX_STEPS:
         raise ValueError(f"--steps {args.steps}: must be a whole number of steps in 1 .. "
                          f"{_limits.MAX_STEPS}")
