@@ -309,22 +309,55 @@ def step_terms_s(sc: Scenario):
     return jnp.stack(jnp.broadcast_arrays(*step_parts_s(sc)), axis=-1)
 
 
+def computed_once(*values):
+    """``values`` (arrays) handed back unchanged, each computed on its own shape, once.
+
+    XLA fuses cheap element-wise work (adds, products, selects, maxima) into the loop of the
+    larger result that consumes it, so a term that depends on one axis of an outer-product grid,
+    broadcast into the full grid, is recomputed at every cell. ``jax.lax.optimization_barrier``
+    does not stop that on CPU (XLA's CPU compiler removes it before fusing); a conditional does:
+    its operands and results are buffers of their own. The predicate is read from the data, so
+    XLA cannot fold the conditional away; both branches give the values back exactly (x, or
+    x * 1 where the probe is NaN). Other platforms get the optimization barrier.
+    """
+    if not values:
+        return values
+
+    def cpu(*v):
+        probe = next((jnp.ravel(x)[0] for x in v if jnp.size(x)), None)
+        if probe is None:
+            return v
+        return jax.lax.cond(probe == probe, lambda *a: a,
+                            lambda *a: tuple(x * jnp.ones((), x.dtype) for x in a), *v)
+
+    return jax.lax.platform_dependent(*values, cpu=cpu,
+                                      default=lambda *v: jax.lax.optimization_barrier(v))
+
+
 def sum_parts(parts):
     """The sum of broadcastable arrays, left to right, at their common shape.
 
-    A part or partial sum smaller than the result is computed once, as its own array
-    (``optimization_barrier``), rather than fused into the full-size loop and recomputed there at
+    The parts and partial sums smaller than the result are computed once, on their own shapes
+    (:func:`computed_once`), rather than fused into the full-size loop and recomputed there at
     every cell: on an outer-product grid that is most of the work (divisions, the module's max).
     """
-    shape = jnp.broadcast_shapes(*(jnp.shape(p) for p in parts))
+    parts = [jnp.asarray(p) for p in parts]
+    shape = jnp.broadcast_shapes(*(p.shape for p in parts))
     size = math.prod(shape)
-
-    def once(x):
-        return jax.lax.optimization_barrier(x) if jnp.size(x) < size else x
-
-    total = once(parts[0])
-    for p in parts[1:]:
-        total = once(total + once(p))
+    # the sum of the leading parts stays smaller than the result up to part k
+    k = 1
+    while k < len(parts) and math.prod(jnp.broadcast_shapes(*(p.shape for p in parts[:k + 1]))) < size:
+        k += 1
+    head = parts[0]
+    for p in parts[1:k]:
+        head = head + p
+    terms = [head, *parts[k:]]
+    small = [i for i, p in enumerate(terms) if p.size < size]
+    for i, p in zip(small, computed_once(*(terms[i] for i in small))):
+        terms[i] = p
+    total = terms[0]
+    for p in terms[1:]:
+        total = total + p
     return jnp.broadcast_to(total, shape)
 
 
