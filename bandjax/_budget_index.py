@@ -17,12 +17,19 @@ def budget_indexed(ds: xr.Dataset) -> xr.Dataset:
     read from its ``budget_label`` coordinate, so a dataset read back from a store gets them too."""
     if "budget" not in ds.dims or "budget_label" not in ds.coords:
         return ds
-    names = {"free": math.inf}
-    labels = np.asarray(ds.budget_label.values)
-    named = ~np.strings.endswith(labels.astype(str), "GFLOP/s")  # only the named ones, one by one
-    for label, value in zip(labels[named].tolist(), np.asarray(ds.budget.values)[named].tolist()):
-        names[label] = float(value)
+    names = budget_names(ds.budget_label.values, ds.budget.values)
     return ds.drop_indexes("budget").set_xindex("budget", BudgetIndex, names=names)
+
+
+def budget_names(labels, GFLOPs) -> dict:
+    """The names a :class:`BudgetIndex` selects by: ``free`` (inf) and each named label of the
+    axis (``labels``, as :func:`bandjax.labels.budget_labels` gives them) with its GFLOP/s."""
+    names = {"free": math.inf}
+    labels = np.asarray(labels)
+    named = ~np.strings.endswith(labels.astype(str), "GFLOP/s")  # only the named ones, one by one
+    for label, value in zip(labels[named].tolist(), np.asarray(GFLOPs)[named].tolist()):
+        names[label] = float(value)
+    return names
 
 
 class BudgetIndex(PandasIndex):

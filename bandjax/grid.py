@@ -7,8 +7,13 @@ coordinate values of the same shape reuse the compiled function.
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import dataclasses
+import functools
 import math
+import time
+import weakref
 from functools import partial
 from typing import Sequence
 
@@ -17,9 +22,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import xarray as xr
+from xarray.indexes import PandasIndex
 
 from . import metrics
-from ._budget_index import budget_indexed
+from ._budget_index import BudgetIndex, budget_names
 from .labels import COORD_ATTRS, budget_labels
 from .links import scaling_note
 from .scenario import Scenario, reference
@@ -147,15 +153,14 @@ def check_size(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "floa
     intermediates; that estimate must stay under :data:`bandjax._limits.SWEEP_MEMORY_SHARE` of the
     memory available now, and no array may pass :data:`bandjax._limits.MAX_ARRAY_ELEMENTS`.
     """
-    from ._limits import (MAX_ARRAY_ELEMENTS, SWEEP_MEMORY_SHARE, available_memory_bytes,
-                          describe_bytes)
+    from ._limits import MAX_ARRAY_ELEMENTS, SWEEP_MEMORY_SHARE, describe_bytes
 
     cells = math.prod(g.shape) * len(sc.ids)
     widths = [_WIDTH.get(q, 1) for q in names if q not in ("steps_to_target", "status")]
     itemsize = 4 if dtype == "float32" else 8
     need = 2 * cells * sum(widths, 1) * itemsize
     largest = cells * max(widths, default=1)
-    avail = available_memory_bytes()
+    avail = _available_memory_bytes(need / SWEEP_MEMORY_SHARE)
     if largest > MAX_ARRAY_ELEMENTS or need > SWEEP_MEMORY_SHARE * avail:
         shape = " x ".join(f"{a.name} {len(a.coords)}" for a in g.axes) or "one point"
         raise ValueError(
@@ -167,6 +172,28 @@ def check_size(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "floa
                f"{SWEEP_MEMORY_SHARE:.0%} of it is used")
             + ": write it to disk in chunks with bandjax.store.write(path, scenario, ...), ask who "
               "wins with bandjax.winner(...) (no per-variant arrays), or ask for fewer quantities")
+
+
+# A reading of the available memory is reused for this long, by sweeps that need less than
+# 1/MEMORY_MARGIN of what it found: no change of memory in that time could change their verdict.
+MEMORY_READING_S = 1.0
+MEMORY_MARGIN = 100.0
+_memory_reading: list = [None, -math.inf, math.inf]  # the function read, when (monotonic s), bytes
+
+
+def _available_memory_bytes(least: float) -> float:
+    """:func:`bandjax._limits.available_memory_bytes`, read again unless a reading younger than
+    :data:`MEMORY_READING_S` found :data:`MEMORY_MARGIN` times ``least`` bytes or more."""
+    from . import _limits
+
+    read = _limits.available_memory_bytes
+    fn, when, value = _memory_reading
+    now = time.monotonic()
+    if fn is read and now - when < MEMORY_READING_S and value >= MEMORY_MARGIN * least:
+        return value
+    value = read()
+    _memory_reading[:] = [read, now, value]
+    return value
 
 
 @contextlib.contextmanager
@@ -185,17 +212,67 @@ def precision(dtype: str):
         yield
 
 
-def scenario_arrays(sc: Scenario, g: Grid) -> Scenario:
-    """The scenario with grid ``g``'s overrides, every leaf a NumPy float64 array."""
+def scenario_arrays(sc: Scenario, g: Grid, device: bool = False) -> Scenario:
+    """The scenario with grid ``g``'s overrides, every leaf a NumPy float64 array (``device``:
+    the scenario's own leaves already on the device, for a float64 pass; the overrides NumPy).
+
+    The overrides are checked by :meth:`Scenario.replace` (each value, and what must hold between
+    fields) the first time the scenario meets them. A scenario is frozen, so its own leaves as
+    arrays and the last few sets of overrides it accepted are kept with it (:class:`_Kept`): a
+    sweep of the same scenario over the same axes again is not checked again.
+    """
     # numpy leaves: jit takes them through its fast path (a jnp.asarray each costs a dispatch)
-    return jax.tree.map(lambda x: np.asarray(x, dtype=float), sc.replace(**g.leaves))
+    kept = _Kept.of(sc)
+    leaves = {k: np.asarray(v, dtype=float) for k, v in g.leaves.items()}
+    key = (tuple((k, v.shape, v.tobytes()) for k, v in leaves.items())
+           if sum(v.size for v in leaves.values()) <= _Kept.LEAF_VALUES else None)
+    if key is None or key not in kept.accepted:
+        sc.replace(**g.leaves)  # raises on a value or a relation the scenario does not allow
+        if key is not None:
+            kept.accepted[key] = True
+            while len(kept.accepted) > _Kept.OVERRIDES:
+                kept.accepted.popitem(last=False)
+    else:
+        kept.accepted.move_to_end(key)
+    return dataclasses.replace(kept.device if device else kept.arrays, **leaves)
+
+
+class _Kept:
+    """What a sweep keeps with a scenario while it lives (a scenario is frozen): its leaves as
+    NumPy float64 arrays and as device arrays, and the last few sets of grid overrides that it
+    accepted."""
+
+    OVERRIDES = 8  # sets of overrides kept per scenario
+    LEAF_VALUES = 2**16  # overrides of more values in all are checked every time
+    _by_id: dict = {}
+
+    def __init__(self, sc: Scenario):
+        key = id(sc)
+        self.ref = weakref.ref(sc, lambda _: _Kept._by_id.pop(key, None))
+        self.arrays = jax.tree.map(lambda x: np.asarray(x, dtype=float), sc)
+        self.accepted: collections.OrderedDict = collections.OrderedDict()
+        self._device = None
+
+    @classmethod
+    def of(cls, sc: Scenario) -> "_Kept":
+        kept = cls._by_id.get(id(sc))
+        if kept is None or kept.ref() is not sc:
+            kept = cls._by_id[id(sc)] = cls(sc)
+        return kept
+
+    @property
+    def device(self) -> Scenario:
+        if self._device is None:
+            self._device = jax.device_put(self.arrays)
+        return self._device
 
 
 def evaluate_grid(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "float64") -> dict:
     """The jitted quantities of ``names`` on grid ``g`` as NumPy arrays (zero-copy views)."""
     jit_names = tuple(q for q in names if q not in ("steps_to_target", "status"))
     with precision(dtype):
-        raw = _evaluate(scenario_arrays(sc, g), g.steps, tuple(g.index), jit_names)
+        raw = _evaluate(scenario_arrays(sc, g, device=dtype == "float64"), g.steps, tuple(g.index),
+                        jit_names)
     return {k: np.asarray(v) for k, v in raw.items()}
 
 
@@ -212,17 +289,55 @@ def grid_coords(g: Grid) -> dict:
     return coords
 
 
+def dataset(data: dict, coords: dict, budget_index_names: dict | None = None) -> xr.Dataset:
+    """``xr.Dataset(data, coords=coords)`` for variables that are already consistent, built
+    directly: the same variables, coordinates and indexes (a ``PandasIndex`` for each dimension
+    coordinate, the ``budget`` axis's :class:`~bandjax._budget_index.BudgetIndex` at once with
+    ``budget_index_names``), without the general constructor's alignment and merge, which cost
+    more than the rest of a 1e5-cell sweep's labelling. ``data`` and ``coords``: name ->
+    ``xr.Variable``; every attrs dict is copied, as the constructor does. The indexes of text
+    axes (variant ids, components) are kept between calls: they are the same few every time.
+    """
+    indexes = {}
+    for name, var in coords.items():
+        if var.dims != (name,):
+            continue
+        if name == "budget" and budget_index_names is not None:
+            indexes[name] = BudgetIndex.from_variables({name: var},
+                                                       options={"names": budget_index_names})
+        elif var.dtype.kind == "U":
+            indexes[name] = _text_index(name, tuple(var.values.tolist()), var.dtype.str)
+        else:
+            indexes[name] = PandasIndex.from_variables({name: var}, options={})
+    variables = {}
+    for name, var in (*data.items(), *coords.items()):
+        if name in indexes:
+            var = indexes[name].create_variables({name: var})[name]
+        variables[name] = var.copy(deep=False)  # its own attrs dict, the data shared
+    return xr.Dataset._construct_direct(variables, set(coords), indexes=indexes)
+
+
+@functools.lru_cache(maxsize=64)
+def _text_index(name: str, values: tuple, dtype: str) -> PandasIndex:
+    return PandasIndex.from_variables({name: xr.Variable(name, np.asarray(values, dtype=dtype))},
+                                      options={})
+
+
 def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Dataset:
     """The labelled dataset of a grid's evaluated quantities."""
     dims = g.dims
     grid_shape = g.shape
     coords = grid_coords(g)
+    budget_index_names = None
     # numeric for plots and arithmetic; named beside it, and selectable by name on an axis
     # (ds.sel(budget="low"), see BudgetIndex)
     if "budget" in coords:
         b = coords["budget"]
-        coords["budget_label"] = xr.Variable(b.dims, budget_labels(sc, b.values), {
+        b_labels = budget_labels(sc, b.values)
+        coords["budget_label"] = xr.Variable(b.dims, b_labels, {
             "long_name": "module compute budget: the scenario's name for it, or GFLOP/s"})
+        if b.dims:
+            budget_index_names = budget_names(b_labels, b.values)
     vids = g.variants
     vdims = dims + (["variant"] if g.variant_is_dim else [])
     if g.variant_is_dim:
@@ -251,14 +366,13 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Datase
             data[q] = (dims + ["stage"], np.broadcast_to(raw[q], (*grid_shape, len(STAGES))))
         else:
             data[q] = (vdims, full(raw[q]))
-    if "hot_spot" in names:
-        coords["component"] = list(COMPONENTS)
-    if "energy_per_step_J" in names:
-        coords["energy"] = list(ENERGY_COLUMNS)
-    if "module_stage_s" in names:
-        coords["stage"] = list(STAGES)
-    ds = xr.Dataset({k: xr.Variable(d, v, _ATTRS[k]) for k, (d, v) in data.items()}, coords=coords)
-    ds = budget_indexed(ds)
+    for q, dim, values in (("hot_spot", "component", COMPONENTS),
+                           ("energy_per_step_J", "energy", ENERGY_COLUMNS),
+                           ("module_stage_s", "stage", STAGES)):
+        if q in names:
+            coords[dim] = xr.Variable(dim, np.asarray(values))
+    ds = dataset({k: xr.Variable(d, v, _ATTRS[k]) for k, (d, v) in data.items()}, coords,
+                 budget_index_names)
     rules = [v.id for v in sc.variants if v.basis_dependent]
     note = scaling_note(sc, [*g.dims, *g.scalars])
     if note:

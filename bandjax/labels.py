@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from . import _limits
 from .scenario import PRESETS, Scenario, resolve_budget
 
 COORD_ATTRS = {
@@ -39,21 +40,39 @@ def as_list(name, values) -> tuple[list, bool]:
         if isinstance(values, np.ndarray):  # a 0-d array is its one value
             values = values.item()
         return [values], False
-    from ._limits import MAX_AXIS_VALUES
-
-    n = len(values) if isinstance(values, (list, tuple)) else np.size(values)
-    if n > MAX_AXIS_VALUES:  # before any copy of them is made
-        raise ValueError(f"{name}: {n:,} values; allowed: at most {MAX_AXIS_VALUES:,} along one "
-                         "axis (bandjax.store.write takes larger sweeps chunk by chunk along "
-                         "several axes)")
+    _check_count(name, len(values) if isinstance(values, (list, tuple)) else np.size(values))
     values = list(np.asarray(values).tolist()) if not isinstance(values, (list, tuple)) else list(values)
     if not values:
         raise ValueError(f"{name} = []: give at least one value")
     return values, True
 
 
-def positive(name, values, unit) -> list[float]:
-    """``values`` as floats, each finite and > 0, or an error naming ``name``, the value and ``unit``."""
+def as_values(name, values) -> tuple[list | np.ndarray, bool]:
+    """:func:`as_list`, except that a 1-D NumPy array of floats stays an array (a float64 copy):
+    an axis of thousands of values then costs no Python work per value."""
+    if not (isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind == "f"):
+        return as_list(name, values)
+    _check_count(name, values.size)
+    if not values.size:
+        raise ValueError(f"{name} = []: give at least one value")
+    return np.array(values, dtype=float), True
+
+
+def _check_count(name, n) -> None:
+    most = _limits.MAX_AXIS_VALUES
+    if n > most:  # before any copy of them is made
+        raise ValueError(f"{name}: {n:,} values; allowed: at most {most:,} along one "
+                         "axis (bandjax.store.write takes larger sweeps chunk by chunk along "
+                         "several axes)")
+
+
+def positive(name, values, unit) -> list[float] | np.ndarray:
+    """``values`` as floats, each finite and > 0, or an error naming ``name``, the value and ``unit``.
+    A float array (:func:`as_values`) comes back as it is."""
+    if isinstance(values, np.ndarray):
+        if np.all(values > 0) and np.all(np.isfinite(values)):
+            return values
+        values = values.tolist()  # the error names the value as Python writes it
     if set(map(type, values)) <= {float, int}:  # plain numbers (bool is a type of its own): at once
         arr = np.asarray(values, dtype=float)
         if np.all(arr > 0) and np.all(np.isfinite(arr)):
@@ -64,8 +83,13 @@ def positive(name, values, unit) -> list[float]:
     return [float(x) for x in values]
 
 
-def budgets_FLOPs(sc: Scenario, values) -> list[float]:
-    """Budgets given as 'free', 'low', 'high' or GFLOP/s, in FLOP/s (inf = free)."""
+def budgets_FLOPs(sc: Scenario, values) -> list[float] | np.ndarray:
+    """Budgets given as 'free', 'low', 'high' or GFLOP/s, in FLOP/s (inf = free). A float array
+    (:func:`as_values`) gives an array."""
+    if isinstance(values, np.ndarray):
+        if np.all(values > 0):  # inf allowed (free), NaN not
+            return values * 1e9
+        values = values.tolist()  # the error names the value as Python writes it
     if set(map(type, values)) <= {float, int}:  # plain numbers (bool is a type of its own): at once
         arr = np.asarray(values, dtype=float)
         if np.all(arr > 0):  # inf allowed (free), NaN not
@@ -98,15 +122,33 @@ def budget_labels(sc: Scenario, GFLOPs) -> np.ndarray:
     """The scenario's name of each budget (``"free"``, ``"low"``, ``"high"``) or ``"<g> GFLOP/s"``.
 
     A budget takes a name when it equals the named one to 1e-12 relative (``free`` is inf).
-    Vectorised: the cost is a constant plus array work, whatever the number of budgets. Returns a
+    Vectorised: the cost is a constant plus array work, whatever the number of budgets; the
+    labels of the last few axes of up to :data:`LABELS_KEPT_UP_TO` budgets are kept, so sweeping
+    the same budget axis again (another scenario, a chunk of a store) only copies them. Returns a
     string array of ``GFLOPs``'s shape, as wide as its longest label.
     """
     x = np.asarray(GFLOPs, dtype=float)
+    named = tuple(resolve_budget(sc, name) / 1e9 for name in BUDGET_NAMES)
+    if x.size > LABELS_KEPT_UP_TO:
+        return _budget_labels(x, named)
+    return _kept_budget_labels(x.tobytes(), x.shape, named).copy()
+
+
+LABELS_KEPT_UP_TO = 2**14  # budgets: larger axes are labelled anew each time
+
+
+@functools.lru_cache(maxsize=8)
+def _kept_budget_labels(data: bytes, shape: tuple, named: tuple) -> np.ndarray:
+    return _budget_labels(np.frombuffer(data).reshape(shape), named)
+
+
+def _budget_labels(x: np.ndarray, named: tuple) -> np.ndarray:
+    """:func:`budget_labels` of ``x`` (GFLOP/s), with the named budgets' values ``named`` in
+    :data:`BUDGET_NAMES` order."""
     flat = x.reshape(-1)
     out = format_g(flat, GFLOPS_SUFFIX)
-    for name in reversed(BUDGET_NAMES):  # the first name that matches is the one kept
-        named = resolve_budget(sc, name) / 1e9
-        hit = (flat == named) | np.isclose(flat, named, rtol=1e-12, atol=0.0)
+    for name, value in reversed(list(zip(BUDGET_NAMES, named))):  # the first name that matches is kept
+        hit = (flat == value) | np.isclose(flat, value, rtol=1e-12, atol=0.0)
         if hit.any():
             out = np.where(hit, name, out)
     width = int(np.strings.str_len(out).max(initial=1))

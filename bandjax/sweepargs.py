@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .labels import COORD_ATTRS, as_list, budgets_FLOPs, is_dimension, models, positive
+from .labels import COORD_ATTRS, as_list, as_values, budgets_FLOPs, is_dimension, models, positive
 from .scenario import (ACTIVE_PRESETS, BASES, DEFAULT_UTILISATION, FIELDS, GPUS, STUDY_GPU_FLOPs,
                        Scenario, check_field, check_methods)
 from .units import SI, ScenarioError
@@ -31,10 +31,11 @@ SAME_FIELD = {"bandwidth": "wan_Bps", "H": "sync_every_H", "budget": "budget_FLO
 @dataclass
 class Axis:
     """One dimension: its name, coordinate values (with ``attrs['units']``), and per value the
-    scenario fields it sets (field -> list of SI values, one per coordinate)."""
+    scenario fields it sets (field -> SI values, one per coordinate). Values are a list, or a
+    float array where the argument was one (:func:`bandjax.labels.as_values`)."""
 
     name: str
-    coords: list
+    coords: list | np.ndarray
     attrs: dict
     fields: dict = field(default_factory=dict)
 
@@ -133,22 +134,23 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
     def add(name, raw, coords, field_values, attrs=None):
         attrs = COORD_ATTRS.get(name, {}) if attrs is None else attrs
         if is_dimension(raw):
-            axes.append(Axis(name, list(coords), attrs, field_values))
+            axes.append(Axis(name, coords if isinstance(coords, np.ndarray) else list(coords),
+                             attrs, field_values))
         else:
             scalars[name] = coords[0]
             scalar_attrs[name] = attrs
             overrides.update({k: v[0] for k, v in field_values.items()})
 
     if bandwidth is not None:
-        vals, _ = as_list("bandwidth", bandwidth)
+        vals, _ = as_values("bandwidth", bandwidth)
         gbps = positive("bandwidth", vals, "GB/s")
         with np.errstate(over="ignore"):
             bps = np.asarray(gbps) * 1e9
         if not np.all(np.isfinite(bps)):
-            bad = vals[int(np.argmin(np.isfinite(bps)))]
+            bad = (vals.tolist() if isinstance(vals, np.ndarray) else vals)[int(np.argmin(np.isfinite(bps)))]
             raise ValueError(f"bandwidth = {bad!r}: must be a finite number > 0 GB/s whose B/s is "
                              f"finite (at most {np.finfo(float).max / 1e9:.3g} GB/s)")
-        add("bandwidth", bandwidth, gbps, {"wan_Bps": bps.tolist()})
+        add("bandwidth", bandwidth, gbps, {"wan_Bps": bps})
     enobs = [float(sc.enob)]
     if enob is not None:
         vals, _ = as_list("enob", enob)
@@ -158,9 +160,11 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
         enobs = [float(e) for e in vals]
         add("enob", enob, enobs, {"enob": enobs})
     if budget is not None:
-        vals, _ = as_list("budget", budget)
+        vals, _ = as_values("budget", budget)
         flops = budgets_FLOPs(sc, vals)
-        add("budget", budget, (np.asarray(flops) / 1e9).tolist(), {"budget_FLOPs": flops})
+        gflops = np.asarray(flops) / 1e9
+        add("budget", budget, gflops if isinstance(vals, np.ndarray) else gflops.tolist(),
+            {"budget_FLOPs": flops})
     if model is not None:
         vals, is_dim = as_list("model", model)
         labels, params = models(vals)
@@ -208,10 +212,12 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
         bases = list(vals)
         add("basis", basis, bases, {})
     for name, values in fields.items():
-        vals, _ = as_list(name, values)
+        vals, _ = as_values(name, values)
         if name == "topology":
             raise ValueError("topology: give it as topology='ring' or 'mesh', not by number")
-        if set(map(type, vals)) <= {float, int}:  # plain numbers: at once
+        if isinstance(vals, np.ndarray):  # a float array: as it is
+            floats = vals
+        elif set(map(type, vals)) <= {float, int}:  # plain numbers: at once
             floats = np.asarray(vals, dtype=float).tolist()
         else:
             check_field(name, vals)  # text, None, complex: named before any conversion
