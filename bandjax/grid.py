@@ -21,6 +21,7 @@ from . import _jax  # noqa: F401  (64-bit floats, the Scenario PyTree)
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 import xarray as xr
 from xarray.indexes import PandasIndex
 
@@ -302,11 +303,16 @@ def dataset(data: dict, coords: dict, budget_index_names: dict | None = None) ->
     for name, var in coords.items():
         if var.dims != (name,):
             continue
-        if name == "budget" and budget_index_names is not None:
+        budget = name == "budget" and budget_index_names is not None
+        if var.dtype.kind == "U" and not budget:
+            indexes[name] = _text_index(name, tuple(var.values.tolist()), var.dtype.str)
+        elif var.dtype.kind in "fi" and var.dtype.itemsize == 8:  # what from_variables makes
+            cls, extra = (BudgetIndex, {"names": budget_index_names}) if budget else (PandasIndex, {})
+            indexes[name] = cls(pd.Index(var.values, name=name), name, coord_dtype=var.dtype,
+                                fastpath=True, **extra)
+        elif budget:
             indexes[name] = BudgetIndex.from_variables({name: var},
                                                        options={"names": budget_index_names})
-        elif var.dtype.kind == "U":
-            indexes[name] = _text_index(name, tuple(var.values.tolist()), var.dtype.str)
         else:
             indexes[name] = PandasIndex.from_variables({name: var}, options={})
     variables = {}

@@ -1,0 +1,178 @@
+"""How bandjax.sweep builds its result fast, and that the fast paths change nothing: small terms
+computed once on their own shapes, the Dataset built directly with its indexes, float-array axes
+kept as arrays, and what is kept between sweeps (a scenario's accepted overrides, a budget axis's
+labels, a memory reading) never standing in for a check it must make."""
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import xarray as xr
+
+import bandjax
+from bandjax import _limits, grid
+from bandjax._budget_index import budget_indexed
+from bandjax.scenario import ScenarioError
+from bandjax.step import computed_once, sum_parts
+from bandjax.sweepargs import parse
+
+SC = bandjax.reference()
+
+
+def test_computed_once_hands_the_values_back_bit_for_bit():
+    # a NaN first value sends the conditional down its other branch (x * 1): exact too
+    a = np.array([np.nan, -0.0, np.inf, -np.inf, 5e-324, 1.7976931348623157e308, 1.0 / 3.0])
+    b = np.array([[0.1], [-0.0]])
+    for got, want in ((jax.jit(computed_once)(a, b), (a, b)), (computed_once(a[1:], b), (a[1:], b))):
+        for g, w in zip(got, want):
+            g = np.asarray(g)
+            assert g.dtype == w.dtype and g.shape == w.shape
+            assert np.array_equal(g.view(np.int64), w.view(np.int64))  # signs of zero, NaN bits
+    assert computed_once() == ()
+    # under transformations it is the identity
+    x = jnp.array([1.5, 2.0])
+    np.testing.assert_array_equal(jax.grad(lambda v: jnp.sum(computed_once(v * v)[0]))(x), 2 * x)
+    np.testing.assert_array_equal(jax.vmap(lambda v: computed_once(v + 1.0)[0])(x), x + 1.0)
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="the conditional is the CPU's barrier")
+def test_sum_parts_leaves_no_small_work_in_the_full_size_loop():
+    # On an outer-product grid the parts depend on one axis each: their products and sums must be
+    # computed on their own shapes, so the full-size loop holds only the adds of the sum.
+    def f(bw, budget, v):
+        return sum_parts([bw * 3.0 + v, budget * 2.0 - v, v * 5.0, bw * budget * 0.0 + 1.0])
+
+    args = np.ones((50, 1, 1)), np.ones((1, 40, 1)), np.ones(6)
+    hlo = jax.jit(f).lower(*args).compile().as_text()
+    # the work of a loop fusion is done at every element of its output, whatever the shapes
+    # written inside it: the fusions that write the full grid may only add
+    called = re.findall(r"= f64\[50,40,6\]\S* fusion\(.*calls=%([\w.-]+)", hlo)
+    assert called
+    for name in called:
+        body = re.search(rf"^%{re.escape(name)} .*?^}}", hlo, flags=re.S | re.M).group(0)
+        ops = set(re.findall(r"= \S+ ([\w-]+)\(", body))
+        assert "add" in ops and not {"multiply", "subtract", "divide"} & ops, (name, ops)
+    np.testing.assert_array_equal(jax.jit(f)(*args), f(*args))
+
+
+def _general(ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` rebuilt by xarray's general constructor, its budget index set as a store sets it."""
+    data = {k: xr.Variable(v.dims, v.values, dict(v.attrs)) for k, v in ds.data_vars.items()}
+    coords = {k: xr.Variable(v.dims, v.values, dict(v.attrs)) for k, v in ds.coords.items()}
+    return budget_indexed(xr.Dataset(data, coords=coords, attrs=dict(ds.attrs)))
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(bandwidth=np.geomspace(0.1, 1000, 7), budget=np.geomspace(1, 1000, 5)),
+    dict(bandwidth=[1.0, 2.0], budget=[10, "low", "free", "high"]),
+    dict(bandwidth=3.0, budget="low", variant="adamw"),
+    dict(bandwidth=[1.0, 5.0], variant=["adamw", "band_switch"], enob=[8, 6],
+         basis=["hypothesis", "exact"], model=["study", "llama3-8b"]),
+    dict(budget=np.array([1e3, np.inf]), workers_per_dc=[1, 8], topology=["ring", "mesh"],
+         wan_latency_s=np.array([0.0, 1e-3])),
+])
+def test_the_dataset_is_what_the_general_constructor_builds(kwargs):
+    ds = bandjax.sweep(SC, **kwargs)
+    ref = _general(ds)
+    xr.testing.assert_identical(ds, ref)
+    assert list(ds.variables) == list(ref.variables) and dict(ds.sizes) == dict(ref.sizes)
+    assert repr(ds) == repr(ref)
+    for name, index in ref.xindexes.items():
+        got = ds.xindexes[name]
+        assert type(got) is type(index) and got.coord_dtype == index.coord_dtype
+        assert got.index.equals(index.index) and got.index.dtype == index.index.dtype
+        assert getattr(got, "names", None) == getattr(index, "names", None)
+    if "budget" in ds.dims:
+        for label in [*ref.xindexes["budget"].names, str(ds.budget_label.values[0])]:
+            if label == "free" and np.inf not in ref.budget.values:
+                continue
+            xr.testing.assert_identical(ds.sel(budget=label), ref.sel(budget=label))
+
+
+def test_the_dataset_owns_its_attrs():
+    ds = bandjax.sweep(SC, bandwidth=[1.0, 2.0], budget=[10.0, 20.0])
+    ds["step_s"].attrs["units"] = "changed"
+    ds["bandwidth"].attrs["units"] = "changed"
+    ds["budget"].attrs["units"] = "changed"
+    again = bandjax.sweep(SC, bandwidth=[1.0, 2.0], budget=[10.0, 20.0])
+    assert again["step_s"].attrs["units"] == "s"
+    assert again["bandwidth"].attrs["units"] == "GB/s" and again["budget"].attrs["units"] == "GFLOP/s"
+
+
+def test_budget_labels_kept_are_the_datasets_own():
+    ds = bandjax.sweep(SC, budget=[10.0, 99.0])
+    assert ds.budget_label.values.tolist() == ["low", "high"]
+    ds.budget_label.values[0] = "x"
+    assert bandjax.sweep(SC, budget=[10.0, 99.0]).budget_label.values.tolist() == ["low", "high"]
+
+
+def test_a_float_array_axis_parses_as_its_list():
+    bw, bud = np.geomspace(0.1, 1000, 9), np.array([1.0, 10.0, np.inf])
+    lat = np.array([0.0, 2e-3])
+    a = parse(SC, bandwidth=bw, budget=bud, wan_latency_s=lat)
+    b = parse(SC, bandwidth=bw.tolist(), budget=bud.tolist(), wan_latency_s=lat.tolist())
+    assert [x.name for x in a.axes] == [x.name for x in b.axes]
+    for x, y in zip(a.axes, b.axes):
+        assert np.array_equal(np.asarray(x.coords), np.asarray(y.coords))
+        assert x.fields.keys() == y.fields.keys() and x.attrs == y.attrs
+    for k in b.leaves:
+        assert np.array_equal(a.leaves[k], b.leaves[k]) and a.leaves[k].shape == b.leaves[k].shape
+    assert np.array_equal(a.steps, b.steps)
+    bw[0] = 123.0  # the grid keeps its own copy
+    assert a.axes[0].coords[0] == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("name, bad", [
+    ("bandwidth", [1.0, -2.0]), ("bandwidth", [1.0, np.nan]), ("bandwidth", [1.0, np.inf]),
+    ("bandwidth", [1.0, 1e300]), ("budget", [1.0, -5.0]), ("budget", [np.nan]),
+    ("wan_latency_s", [0.0, -1.0]), ("overlap_fraction", [0.5, 2.0]),
+])
+def test_a_float_array_is_refused_as_its_list(name, bad):
+    with pytest.raises(ValueError) as as_list:
+        bandjax.sweep(SC, **{name: list(bad)})
+    with pytest.raises(ValueError) as as_array:
+        bandjax.sweep(SC, **{name: np.array(bad)})
+    assert type(as_array.value) is type(as_list.value)
+    assert str(as_array.value) == str(as_list.value)
+
+
+def test_overrides_accepted_by_one_scenario_are_checked_for_another():
+    low = 50e9  # above the second scenario's high budget: a relation its replace refuses
+    assert bandjax.sweep(SC, budget_low_FLOPs=[low, 60e9]).step_s.size
+    assert bandjax.sweep(SC, budget_low_FLOPs=[low, 60e9]).step_s.size  # accepted, kept
+    tight = SC.replace(budget_low_FLOPs=1e9, budget_high_FLOPs=40e9)
+    with pytest.raises(ScenarioError, match="budget_low"):
+        bandjax.sweep(tight, budget_low_FLOPs=[low, 60e9])
+    with pytest.raises(ScenarioError, match="budget_low"):
+        bandjax.sweep(tight, budget_low_FLOPs=[low, 60e9])  # refused again, not remembered
+
+
+def test_a_new_scenario_is_evaluated_with_its_own_values():
+    first = bandjax.sweep(SC, bandwidth=[1.0, 2.0])
+    other = SC.replace(wan_latency_s=0.05)
+    second = bandjax.sweep(other, bandwidth=[1.0, 2.0])
+    assert np.all(second.step_s.values > first.step_s.values)
+    np.testing.assert_array_equal(bandjax.sweep(SC, bandwidth=[1.0, 2.0]).step_s, first.step_s)
+
+
+def test_the_memory_reading_is_reused_only_far_below_it(monkeypatch):
+    reads = []
+
+    def available():
+        reads.append(1)
+        return 1e12
+
+    monkeypatch.setattr(_limits, "available_memory_bytes", available)
+    monkeypatch.setattr(grid, "_memory_reading", [None, -np.inf, np.inf])
+    bandjax.sweep(SC, bandwidth=[1.0, 2.0])
+    bandjax.sweep(SC, bandwidth=[1.0, 2.0, 3.0])
+    assert len(reads) == 1
+    # a sweep within MEMORY_MARGIN of the reading reads again
+    least = 1e12 / grid.MEMORY_MARGIN * 1.01
+    assert grid._available_memory_bytes(least) == 1e12 and len(reads) == 2
+    # a stale reading is read again
+    monkeypatch.setattr(grid, "MEMORY_READING_S", 0.0)
+    bandjax.sweep(SC, bandwidth=[1.0, 2.0])
+    assert len(reads) == 3
