@@ -26,7 +26,9 @@ def budget_names(labels, GFLOPs) -> dict:
     axis (``labels``, as :func:`bandjax.labels.budget_labels` gives them) with its GFLOP/s."""
     names = {"free": math.inf}
     labels = np.asarray(labels)
-    named = ~np.strings.endswith(labels.astype(str), "GFLOP/s")  # only the named ones, one by one
+    if labels.dtype.kind != "U":  # as read back from a store
+        labels = labels.astype(str)
+    named = ~np.strings.endswith(labels, "GFLOP/s")  # only the named ones, one by one
     for label, value in zip(labels[named].tolist(), np.asarray(GFLOPs)[named].tolist()):
         names[label] = float(value)
     return names

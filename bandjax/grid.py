@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import functools
 import math
+import threading
 import time
 import weakref
 from functools import partial
@@ -227,14 +228,9 @@ def scenario_arrays(sc: Scenario, g: Grid, device: bool = False) -> Scenario:
     leaves = {k: np.asarray(v, dtype=float) for k, v in g.leaves.items()}
     key = (tuple((k, v.shape, v.tobytes()) for k, v in leaves.items())
            if sum(v.size for v in leaves.values()) <= _Kept.LEAF_VALUES else None)
-    if key is None or key not in kept.accepted:
+    if not kept.accepts(key):
         sc.replace(**g.leaves)  # raises on a value or a relation the scenario does not allow
-        if key is not None:
-            kept.accepted[key] = True
-            while len(kept.accepted) > _Kept.OVERRIDES:
-                kept.accepted.popitem(last=False)
-    else:
-        kept.accepted.move_to_end(key)
+        kept.accept(key)
     return dataclasses.replace(kept.device if device else kept.arrays, **leaves)
 
 
@@ -251,8 +247,25 @@ class _Kept:
         key = id(sc)
         self.ref = weakref.ref(sc, lambda _: _Kept._by_id.pop(key, None))
         self.arrays = jax.tree.map(lambda x: np.asarray(x, dtype=float), sc)
-        self.accepted: collections.OrderedDict = collections.OrderedDict()
+        self._accepted: collections.OrderedDict = collections.OrderedDict()
+        self._lock = threading.Lock()  # a store's slices may be swept from several threads
         self._device = None
+
+    def accepts(self, key) -> bool:
+        """Whether these overrides (``key``; None: too large to keep) were accepted before."""
+        with self._lock:
+            if key is None or key not in self._accepted:
+                return False
+            self._accepted.move_to_end(key)
+            return True
+
+    def accept(self, key) -> None:
+        if key is None:
+            return
+        with self._lock:
+            self._accepted[key] = True
+            while len(self._accepted) > self.OVERRIDES:
+                self._accepted.popitem(last=False)
 
     @classmethod
     def of(cls, sc: Scenario) -> "_Kept":
@@ -290,7 +303,7 @@ def grid_coords(g: Grid) -> dict:
     return coords
 
 
-def dataset(data: dict, coords: dict, budget_index_names: dict | None = None) -> xr.Dataset:
+def _dataset(data: dict, coords: dict, budget_index_names: dict | None = None) -> xr.Dataset:
     """``xr.Dataset(data, coords=coords)`` for variables that are already consistent, built
     directly: the same variables, coordinates and indexes (a ``PandasIndex`` for each dimension
     coordinate, the ``budget`` axis's :class:`~bandjax._budget_index.BudgetIndex` at once with
@@ -377,8 +390,8 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Datase
                            ("module_stage_s", "stage", STAGES)):
         if q in names:
             coords[dim] = xr.Variable(dim, np.asarray(values))
-    ds = dataset({k: xr.Variable(d, v, _ATTRS[k]) for k, (d, v) in data.items()}, coords,
-                 budget_index_names)
+    ds = _dataset({k: xr.Variable(d, v, _ATTRS[k]) for k, (d, v) in data.items()}, coords,
+                  budget_index_names)
     rules = [v.id for v in sc.variants if v.basis_dependent]
     note = scaling_note(sc, [*g.dims, *g.scalars])
     if note:
