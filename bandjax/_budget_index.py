@@ -21,14 +21,15 @@ def budget_indexed(ds: xr.Dataset) -> xr.Dataset:
     return ds.drop_indexes("budget").set_xindex("budget", BudgetIndex, names=names)
 
 
-def budget_names(labels, GFLOPs) -> dict:
+def budget_names(labels, GFLOPs, named=None) -> dict:
     """The names a :class:`BudgetIndex` selects by: ``free`` (inf) and each named label of the
-    axis (``labels``, as :func:`bandjax.labels.budget_labels` gives them) with its GFLOP/s."""
+    axis (``labels``, as :func:`bandjax.labels.budget_labels` gives them) with its GFLOP/s.
+    ``named``: which labels are names, if known (else those that do not end in GFLOP/s)."""
     names = {"free": math.inf}
     labels = np.asarray(labels)
-    if labels.dtype.kind != "U":  # as read back from a store
-        labels = labels.astype(str)
-    named = ~np.strings.endswith(labels, "GFLOP/s")  # only the named ones, one by one
+    if named is None:
+        text = labels if labels.dtype.kind == "U" else labels.astype(str)  # a store's: converted
+        named = ~np.strings.endswith(text, "GFLOP/s")
     for label, value in zip(labels[named].tolist(), np.asarray(GFLOPs)[named].tolist()):
         names[label] = float(value)
     return names

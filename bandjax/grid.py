@@ -28,7 +28,7 @@ from xarray.indexes import PandasIndex
 
 from . import metrics
 from ._budget_index import BudgetIndex, budget_names
-from .labels import COORD_ATTRS, budget_labels
+from .labels import BUDGET_NAMES, COORD_ATTRS, budget_labels
 from .links import scaling_note
 from .scenario import Scenario, reference
 from .step import COMPONENTS, STAGES, module_stages_s
@@ -356,7 +356,8 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Datase
         coords["budget_label"] = xr.Variable(b.dims, b_labels, {
             "long_name": "module compute budget: the scenario's name for it, or GFLOP/s"})
         if b.dims:
-            budget_index_names = budget_names(b_labels, b.values)
+            named = functools.reduce(np.logical_or, (b_labels == n for n in BUDGET_NAMES))
+            budget_index_names = budget_names(b_labels, b.values, named)
     vids = g.variants
     vdims = dims + (["variant"] if g.variant_is_dim else [])
     if g.variant_is_dim:
