@@ -147,7 +147,8 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
         with np.errstate(over="ignore"):
             bps = np.asarray(gbps) * 1e9
         if not np.all(np.isfinite(bps)):
-            bad = (vals.tolist() if isinstance(vals, np.ndarray) else vals)[int(np.argmin(np.isfinite(bps)))]
+            typed = vals.tolist() if isinstance(vals, np.ndarray) else vals  # as Python writes it
+            bad = typed[int(np.argmin(np.isfinite(bps)))]
             raise ValueError(f"bandwidth = {bad!r}: must be a finite number > 0 GB/s whose B/s is "
                              f"finite (at most {np.finfo(float).max / 1e9:.3g} GB/s)")
         add("bandwidth", bandwidth, gbps, {"wan_Bps": bps})
