@@ -58,10 +58,17 @@ def charts(views: list[View], sc: Scenario, interactive: bool = False, sections=
     return out
 
 
+PNG_SCALE = 2  # PNG pixels per SVG pixel
+
+
 def render(spec: dict) -> tuple[bytes, bytes]:
-    """(SVG, PNG) of a Vega-Lite spec, rendered offline by vl-convert."""
+    """(SVG, PNG) of a Vega-Lite spec, rendered offline by vl-convert.
+
+    The spec is compiled and laid out once, into the SVG; the PNG is that SVG rasterised (what
+    ``vegalite_to_png`` does after laying the spec out a second time: the same bytes, in about
+    a third of the time)."""
     import vl_convert as vlc
 
     svg = vlc.vegalite_to_svg(spec, vl_version=vl_version())
-    png = vlc.vegalite_to_png(spec, vl_version=vl_version(), scale=2)
+    png = vlc.svg_to_png(svg, scale=PNG_SCALE)
     return svg.encode("utf-8"), png

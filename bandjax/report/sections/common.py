@@ -621,8 +621,11 @@ def _hconcat_bases(build) -> alt.HConcatChart:
 
 
 def to_spec(chart, datasets: dict) -> dict:
-    """The Vega-Lite spec of ``chart`` with its named datasets filled in."""
-    spec = chart.to_dict()
+    """The Vega-Lite spec of ``chart`` with its named datasets filled in.
+
+    Not checked against Vega-Lite's JSON schema here (that check took half the time of making
+    the spec): the charts are ours, and the figure and page tests draw every one of them."""
+    spec = chart.to_dict(validate=False)
     spec["datasets"] = {k: v for k, v in datasets.items()}
     return spec
 
