@@ -14,7 +14,7 @@ from typing import ClassVar
 from .._io import atomic_write_bytes
 from ..scenario import Scenario
 from . import passes
-from .render import charts, collect, render
+from .render import charts, collect, figure_cache_dir, render
 from .sections.common import Results, Section, _json_ready, to_spec
 
 FIGURES_DIR = "figures"
@@ -52,12 +52,13 @@ def build(scenario: Scenario, ctx: dict) -> Figures:
     by = {v.key: v for v in views}
     folder = Path(out) / FIGURES_DIR
     entries = []
+    cache = figure_cache_dir()
     items = list(charts(views, scenario).items())
     # a bar only where the caller shows progress (the command line without --quiet)
     for fid, (key, chart, data) in tqdm(items, desc="figures", unit="figure", leave=False,
                                         disable=ctx.get("progress") is None):
         try:
-            svg, png = render(to_spec(chart, data))
+            svg, png = render(to_spec(chart, data), cache)
         except Exception as e:  # noqa: BLE001 - the section's words say so
             by[key].missing.append(f"The figure {fid} could not be drawn: {type(e).__name__}: {e}")
             continue
