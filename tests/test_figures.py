@@ -181,3 +181,35 @@ def test_the_figure_cache_folder_follows_bandjax_cache_settings(tmp_path):
                                     "BANDJAX_NO_CACHE": "1"}) is None
     assert render.figure_cache_dir({"XDG_CACHE_HOME": str(tmp_path)}) == (
         tmp_path / "bandjax" / "figures")
+
+
+def test_the_drawer_draws_in_a_helper_process_what_render_draws(tmp_path):
+    """The figures are drawn in a helper process (vl-convert holds the interpreter lock): the
+    same bytes as render in this process, the same error for a spec vl-convert rejects."""
+    specs = [_small_spec("one"), _small_spec("two")]
+    bad = {"mark": "no such mark", "data": {"values": []}}
+    with render.Drawer(tmp_path) as drawer:
+        handles = [drawer.submit(s) for s in (*specs, bad)]
+        helper = drawer._proc
+        assert helper and helper.poll() is None  # started at the first figure not in the cache
+        assert [h.result() for h in handles[:2]] == [render.render(s) for s in specs]
+        with pytest.raises(ValueError) as drawn_there:
+            handles[2].result()
+    assert helper.returncode == 0  # ended with the drawer
+    with pytest.raises(ValueError) as drawn_here:
+        render.render(bad)
+    assert str(drawn_there.value) == str(drawn_here.value)
+    assert "conversion failed" in str(drawn_there.value)
+    # what the helper drew is in the cache: a second drawer reads it and starts no helper
+    with render.Drawer(tmp_path) as drawer:
+        assert [drawer.submit(s).result() for s in specs] == [render.render(s) for s in specs]
+        assert drawer._proc is None
+
+
+def test_figures_are_drawn_here_when_the_helper_ends_early():
+    spec, later = _small_spec("before"), _small_spec("after")
+    with render.Drawer() as drawer:
+        assert drawer.submit(spec).result() == render.render(spec)
+        drawer._proc.kill()
+        drawer._proc.wait()
+        assert drawer.submit(later).result() == render.render(later)
