@@ -213,3 +213,16 @@ def test_figures_are_drawn_here_when_the_helper_ends_early():
         drawer._proc.kill()
         drawer._proc.wait()
         assert drawer.submit(later).result() == render.render(later)
+
+
+def test_a_helper_started_ahead_and_given_nothing_is_stopped_at_once(tmp_path):
+    import signal
+
+    spec = _small_spec("cached")
+    render.render(spec, tmp_path)
+    with render.Drawer(tmp_path, start=True) as drawer:
+        helper = drawer._proc
+        assert helper and helper.poll() is None
+        assert drawer.submit(spec).result() == render.render(spec)  # read from the cache
+    # stopped, not waited for: it may still be starting vl-convert
+    assert helper.returncode == -signal.SIGKILL

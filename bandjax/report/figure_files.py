@@ -45,14 +45,15 @@ def build(scenario: Scenario, ctx: dict) -> Figures:
 
     from tqdm import tqdm
 
-
-    done = ctx.get("sections") or Results()
-    results = Results.of(_json_ready(done.to_json()))  # as a page read from results.json sees it
-    views = collect(scenario, results, passes.of(scenario, ctx))
-    by = {v.key: v for v in views}
     folder = Path(out) / FIGURES_DIR
     entries = []
-    with Drawer(figure_cache_dir()) as drawer:
+    # the drawer's helper process starts up while the views are read
+    with Drawer(figure_cache_dir(), start=True) as drawer:
+        done = ctx.get("sections") or Results()
+        # as a page read from results.json sees it
+        results = Results.of(_json_ready(done.to_json()))
+        views = collect(scenario, results, passes.of(scenario, ctx))
+        by = {v.key: v for v in views}
         # each chart goes to the drawer as soon as it is built, drawn while the next ones are
         drawing = []
         for fid, key, chart, data in each_chart(views, scenario):
