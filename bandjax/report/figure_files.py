@@ -3,7 +3,9 @@ into the report's folder, and embedded in results.md.
 
 Run by the report after every section of :data:`bandjax.report.sections.SECTIONS` has been built,
 it draws them as results.json holds them (the same views and charts as the page, with the page's
-controls fixed at the scenario's setting).
+controls fixed at the scenario's setting). vl-convert draws them in a helper process while the
+next charts are built, and a figure drawn before is read back from the figure cache
+(:class:`bandjax.report.render.Drawer`).
 """
 
 from __future__ import annotations
