@@ -325,3 +325,13 @@ def test_need_methods_adds_the_pack(capsys):
     names = [line.split()[0] for line in out.splitlines()[2:] if not line.startswith("assumed")]
     assert names == [*bandjax.reference().ids, *(m.id for m in bandjax.METHODS)]
     assert "0.01 to 10 GB/s" in out
+
+
+def test_the_figures_progress_line_says_what_they_are(capsys):
+    """The report names a starting section by its module (bandjax.report.build): the figures'
+    line says what they are, not the module's name."""
+    from bandjax.cli.report import _progress
+    from bandjax.report import figure_files
+
+    _progress("out")(figure_files.__name__.rsplit(".", 1)[-1])
+    assert "bandjax report: [1] figures (SVG and PNG) (" in capsys.readouterr().err

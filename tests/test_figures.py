@@ -4,13 +4,14 @@ results of the sections before them."""
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pytest
 
 import bandjax as bj
 import bandjax.report as report
-from bandjax.report import figure_files
+from bandjax.report import figure_files, render
 from bandjax.report.sections import common
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -115,3 +116,113 @@ def test_names_cover_every_scenario_field():
     assert names.NAMES["wan_latency_s"].scale == pytest.approx(1e3, rel=1e-12)  # s -> ms
     assert names.label("fixed_s.band_switch") == "fixed time d of E' (ms)"
     assert all(n.name and "_" not in n.name for n in names.NAMES.values())
+
+
+def _small_spec(title: str) -> dict:
+    """A Vega-Lite spec with text, a legend and marks: what a figure's PNG must keep."""
+    return {"$schema": "https://vega.github.io/schema/vega-lite/v6.json", "title": title,
+            "data": {"values": [{"x": 1, "y": 2, "v": "A"}, {"x": 2, "y": 5, "v": "B"}]},
+            "mark": {"type": "line", "point": True},
+            "encoding": {"x": {"field": "x", "type": "quantitative", "title": "x (s)"},
+                         "y": {"field": "y", "type": "quantitative", "title": "y (GB/s)"},
+                         "color": {"field": "v", "type": "nominal"}}}
+
+
+def test_the_png_is_what_vl_convert_draws_from_the_spec():
+    """render rasterises its SVG for the PNG: the same bytes as vl-convert's own PNG of the spec."""
+    import vl_convert as vlc
+
+    spec = _small_spec("a title")
+    svg, png = render.render(spec)
+    assert svg == vlc.vegalite_to_svg(spec, vl_version=common.vl_version()).encode("utf-8")
+    assert png == vlc.vegalite_to_png(spec, vl_version=common.vl_version(),
+                                      scale=render.PNG_SCALE)
+
+
+def test_a_figure_drawn_before_is_read_back_from_the_cache(tmp_path, monkeypatch):
+    import vl_convert as vlc
+
+    spec = _small_spec("kept")
+    drawn = render.render(spec, tmp_path)
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".png", ".svg"]
+
+    def no_drawing(*args, **kwargs):
+        raise AssertionError("drawn again")
+
+    monkeypatch.setattr(vlc, "vegalite_to_svg", no_drawing)
+    assert render.render(spec, tmp_path) == drawn  # the same bytes, not drawn again
+    with pytest.raises(AssertionError, match="drawn again"):  # another spec is drawn
+        render.render(_small_spec("another title"), tmp_path)
+    # a cache written by another vl-convert is not read
+    monkeypatch.setattr(vlc, "__version__", "0.0.0")
+    with pytest.raises(AssertionError, match="drawn again"):
+        render.render(spec, tmp_path)
+
+
+def test_the_cache_keeps_the_most_recently_used_figures(tmp_path, monkeypatch):
+    import vl_convert as vlc
+
+    monkeypatch.setattr(render, "CACHE_KEEP", 2)
+    specs = [_small_spec(f"figure {i}") for i in range(3)]
+    keys = [render._cache_key(s, vlc.__version__) for s in specs]
+    for i in (0, 1):  # figure 0 drawn long ago, figure 1 later
+        render.render(specs[i], tmp_path)
+        for suffix in (".svg", ".png"):
+            os.utime(tmp_path / f"{keys[i]}{suffix}", (1e9 + i, 1e9 + i))
+    render.render(specs[0], tmp_path)  # read back: now the most recently used
+    render.render(specs[2], tmp_path)  # a third figure: the least recently used, 1, goes
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        f"{k}{suffix}" for k in (keys[0], keys[2]) for suffix in (".svg", ".png"))
+
+
+def test_the_figure_cache_folder_follows_bandjax_cache_settings(tmp_path):
+    assert render.figure_cache_dir({"BANDJAX_CACHE_DIR": str(tmp_path)}) == tmp_path / "figures"
+    assert render.figure_cache_dir({"BANDJAX_CACHE_DIR": str(tmp_path),
+                                    "BANDJAX_NO_CACHE": "1"}) is None
+    assert render.figure_cache_dir({"XDG_CACHE_HOME": str(tmp_path)}) == (
+        tmp_path / "bandjax" / "figures")
+
+
+def test_the_drawer_draws_in_a_helper_process_what_render_draws(tmp_path):
+    """The figures are drawn in a helper process (vl-convert holds the interpreter lock): the
+    same bytes as render in this process, the same error for a spec vl-convert rejects."""
+    specs = [_small_spec("one"), _small_spec("two")]
+    bad = {"mark": "no such mark", "data": {"values": []}}
+    with render.Drawer(tmp_path) as drawer:
+        handles = [drawer.submit(s) for s in (*specs, bad)]
+        helper = drawer._proc
+        assert helper and helper.poll() is None  # started at the first figure not in the cache
+        assert [h.result() for h in handles[:2]] == [render.render(s) for s in specs]
+        with pytest.raises(ValueError) as drawn_there:
+            handles[2].result()
+    assert helper.returncode == 0  # ended with the drawer
+    with pytest.raises(ValueError) as drawn_here:
+        render.render(bad)
+    assert str(drawn_there.value) == str(drawn_here.value)
+    assert "conversion failed" in str(drawn_there.value)
+    # what the helper drew is in the cache: a second drawer reads it and starts no helper
+    with render.Drawer(tmp_path) as drawer:
+        assert [drawer.submit(s).result() for s in specs] == [render.render(s) for s in specs]
+        assert drawer._proc is None
+
+
+def test_figures_are_drawn_here_when_the_helper_ends_early():
+    spec, later = _small_spec("before"), _small_spec("after")
+    with render.Drawer() as drawer:
+        assert drawer.submit(spec).result() == render.render(spec)
+        drawer._proc.kill()
+        drawer._proc.wait()
+        assert drawer.submit(later).result() == render.render(later)
+
+
+def test_a_helper_started_ahead_and_given_nothing_is_stopped_at_once(tmp_path):
+    import signal
+
+    spec = _small_spec("cached")
+    render.render(spec, tmp_path)
+    with render.Drawer(tmp_path, start=True) as drawer:
+        helper = drawer._proc
+        assert helper and helper.poll() is None
+        assert drawer.submit(spec).result() == render.render(spec)  # read from the cache
+    # stopped, not waited for: it may still be starting vl-convert
+    assert helper.returncode == -signal.SIGKILL

@@ -11,12 +11,13 @@ import time
 
 from .args import load_scenario, scenario_arg
 
-# what each report section computes, for the progress lines (a new section shows its name)
+# what each report section computes, for the progress lines, by the name of its module (a new
+# section shows its name)
 SECTION_WORDS = {
     "core": "step times, times to target, hot spots, energy, model size, sync every H",
     "breakeven": "break-evens, sensitivities and the smallest changes",
     "shared_wan": "shared-WAN event-engine runs (most of the time)",
-    "figures": "figures (SVG and PNG)",
+    "figure_files": "figures (SVG and PNG)",
 }
 
 

@@ -607,22 +607,37 @@ def _log_x(title, domain=None):
 
 
 def _finish(chart, title: str | None = None, legend: str = "right"):
-    # legends' place is set here only, so the page can move them below a narrow chart
-    chart = chart.configure_axis(labelFontSize=13, titleFontSize=14).configure_legend(
-        labelFontSize=13, titleFontSize=13, orient=legend,
-        **({"direction": "vertical"} if legend == "bottom" else {})).configure_header(labelFontSize=13).configure_title(fontSize=15, anchor="start")
+    """``chart``, just built, with the figures' fonts and its legends' place (set here only, so
+    the page can move them below a narrow chart), set on it in place: Altair's ``configure_*``
+    copy a chart, and a copy of a layered or concatenated chart copies all its parts again."""
+    chart.config = alt.Config(
+        axis=alt.AxisConfig(labelFontSize=13, titleFontSize=14),
+        legend=alt.LegendConfig(labelFontSize=13, titleFontSize=13, orient=legend,
+                                **({"direction": "vertical"} if legend == "bottom" else {})),
+        header=alt.HeaderConfig(labelFontSize=13),
+        title=alt.TitleConfig(fontSize=15, anchor="start"))
     if title:
         chart = chart.properties(title=title)
     return chart
 
 
 def _hconcat_bases(build) -> alt.HConcatChart:
-    return alt.hconcat(*(build(b).properties(title=f"{b} basis") for b in BASES), spacing=30)
+    """``build(basis)`` for each steps basis, side by side, each titled with its basis (set in
+    place on the chart just built: ``properties`` would copy it, parts and all)."""
+    panels = []
+    for b in BASES:
+        panel = build(b)
+        panel.title = f"{b} basis"
+        panels.append(panel)
+    return alt.hconcat(*panels, spacing=30)
 
 
 def to_spec(chart, datasets: dict) -> dict:
-    """The Vega-Lite spec of ``chart`` with its named datasets filled in."""
-    spec = chart.to_dict()
+    """The Vega-Lite spec of ``chart`` with its named datasets filled in.
+
+    Not checked against Vega-Lite's JSON schema here (that check took half the time of making
+    the spec): the charts are ours, and the figure and page tests draw every one of them."""
+    spec = chart.to_dict(validate=False)
     spec["datasets"] = {k: v for k, v in datasets.items()}
     return spec
 
