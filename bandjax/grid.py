@@ -244,8 +244,8 @@ class _Kept:
     _by_id: dict = {}
 
     def __init__(self, sc: Scenario):
-        key = id(sc)
-        self.ref = weakref.ref(sc, lambda _: _Kept._by_id.pop(key, None))
+        key, by_id = id(sc), _Kept._by_id  # bound now: at exit the class may be gone first
+        self.ref = weakref.ref(sc, lambda _: by_id.pop(key, None))
         self.arrays = jax.tree.map(lambda x: np.asarray(x, dtype=float), sc)
         self._accepted: collections.OrderedDict = collections.OrderedDict()
         self._lock = threading.Lock()  # a store's slices may be swept from several threads

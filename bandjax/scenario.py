@@ -235,27 +235,35 @@ def check_field(name: str, value, *, whole: bool = True) -> None:
     counts that must be whole in a file or a sweep (n, K) take any value in their range:
     :meth:`Scenario.replace` does, so that derivatives in n can be checked by finite differences.
     """
-    x = _numbers(_where(name), value, f"a number, {allowed_text(name)}")
+    # the allowed text is formatted only for a message: a sweep checks its fields on every call
+    x = _numbers(_where(name), value, lambda: f"a number, {allowed_text(name)}")
     if x is None:
         return
     lo, lo_ok, hi, hi_ok, must_be_whole, inf_ok = LIMITS[name]
     must_be_whole = must_be_whole and (whole or name == "topology")
-    with np.errstate(invalid="ignore"):
-        good = (x > lo) | (lo_ok & (x == lo))
-        good &= (x < hi) | (hi_ok & (x == hi)) | (inf_ok & (x == math.inf))
-        good &= np.isfinite(x) | (inf_ok & (x == math.inf))
-        if must_be_whole:
-            good &= np.isfinite(x) & (x == np.round(x))
+    # comparisons with NaN are False (no warning): a NaN fails the range tests
+    good = (x >= lo) if lo_ok else (x > lo)
+    good &= ((x <= hi) if hi_ok else (x < hi)) | ((x == math.inf) if inf_ok else False)
+    finite = np.isfinite(x)
+    good &= (finite | (x == math.inf)) if inf_ok else finite
+    if must_be_whole:
+        good &= finite & (x == np.round(x))
     if not np.all(good):  # one vectorised test; the first bad value is named
         bad = float(x[np.argmin(good)])
         shown = "nan" if math.isnan(bad) else ("inf" if math.isinf(bad) else _shown(name, bad))
         raise ScenarioError(f"{_where(name)} = {shown!r}: must be {allowed_text(name)}")
 
 
-def _numbers(where: str, value, allowed: str):
+def _numbers(where: str, value, allowed):
     """``value`` as a flat float array, or None where it is not concrete (a jax array or tracer:
     not checked here); a boolean, text, None, a complex number, an empty array or anything else
-    that is not real numbers raises :class:`ScenarioError` naming ``where`` and the value."""
+    that is not real numbers raises :class:`ScenarioError` naming ``where``, the value and
+    ``allowed`` (text, or a function giving it)."""
+    if callable(allowed):
+        try:
+            return _numbers(where, value, "")
+        except ScenarioError:
+            return _numbers(where, value, allowed())
     if type(value).__module__.startswith("jax"):
         return None
     if isinstance(value, (bool, np.bool_)):
