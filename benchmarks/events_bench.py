@@ -304,8 +304,7 @@ def engine_table(dcs=(2, 3, 4, 8), topologies=("ring", "mesh"), loads=(0.5, 0.7,
     cells = [(K, top, vid, load, gbps, kw) for K in dcs
              for top in (topologies if K > 2 else topologies[:1])
              for vid in bandjax.variants.IDS for load in loads]
-    cost = {c: events.build(_cluster(c[0], c[1], gbps), c[2]).links / (1 - c[3]) for c in cells}
-    cells.sort(key=lambda c: -cost[c])
+    cells.sort(key=lambda c: -events.build(_cluster(c[0], c[1], gbps), c[2]).links / (1 - c[3]))
     done, t0 = [], time.perf_counter()
 
     def record(cell):
