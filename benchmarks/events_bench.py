@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -210,8 +211,8 @@ def run(quick: bool = False) -> dict:
 # The steady-state reference the queueing approximation is measured against (accuracy()):
 # runs are warmed up with the job's own traffic, sized in relaxation times of the busiest link.
 DISCARD_RELAXATIONS = 5.0  # steps dropped from each run's start, in relaxation times
-KEEP_RELAXATIONS = 25.0  # steps kept, in relaxation times (within MIN_KEPT .. MAX_KEPT steps)
-MIN_KEPT, MAX_KEPT = 400, 5000
+KEEP_RELAXATIONS = 15.0  # steps kept, in relaxation times (within MIN_KEPT .. MAX_KEPT steps)
+MIN_KEPT, MAX_KEPT = 100, 5000
 
 
 def relaxation_s(plan, utilisation: float) -> float:
@@ -233,8 +234,8 @@ def _size(plan, run) -> tuple[int, int, float]:
     return drop, math.ceil(keep / H) * H, tau
 
 
-def steady_state_mean(plan, load: float, seeds: int = 8, max_seeds: int = 32,
-                      rel_se: float = 0.007) -> dict:
+def steady_state_mean(plan, load: float, seeds: int = 4, max_seeds: int = 32,
+                      rel_se: float = 0.009) -> dict:
     """The engine's steady-state mean step of ``plan`` at ``load``, with its standard error.
 
     The engine warms the links up with the other jobs' traffic only; the job's own messages then
@@ -295,24 +296,34 @@ def _cell(args) -> dict:
 
 
 def engine_table(dcs=(2, 3, 4, 8), topologies=("ring", "mesh"), loads=(0.5, 0.7, 0.9, 0.95),
-                 gbps: float = 12.5, processes: int = 1, out: str | None = None, **kw) -> list:
+                 gbps: float = 12.5, processes: int = 1, out: str | None = None,
+                 first=("adamw", "band_switch"), **kw) -> list:
     """:func:`steady_state_mean` for every variant of the reference scenario at ``gbps`` GB/s
     per link, each K and topology (at K = 2 only the ring: both are the same two links) and
-    load. Cells run on ``processes`` worker processes, costliest first (links x load); each
+    load. Cells run on ``processes`` worker processes: the variants ``first`` before the others
+    (one with many messages a sync, one with a single message: they bracket the rest), the
+    highest loads first (where the approximation is least sure), the cheapest first within a
+    load (fewest links); each
     finished cell prints a progress line to stderr and, with ``out``, rewrites that JSON file
-    (a list of cells, in the order they finished)."""
+    (a list of cells, in the order they finished); cells already in ``out`` are kept, not rerun."""
     cells = [(K, top, vid, load, gbps, kw) for K in dcs
              for top in (topologies if K > 2 else topologies[:1])
              for vid in bandjax.variants.IDS for load in loads]
-    cells.sort(key=lambda c: -events.build(_cluster(c[0], c[1], gbps), c[2]).links / (1 - c[3]))
-    done, t0 = [], time.perf_counter()
+    cells.sort(key=lambda c: (c[2] not in first, -c[3],
+                              events.build(_cluster(c[0], c[1], gbps), c[2]).links))
+    done, have, t0 = [], set(), time.perf_counter()
+    if out and os.path.exists(out):
+        with open(out) as f:
+            done = json.load(f)
+        have = {(c["dcs"], c["topology"], c["variant"], c["load"]) for c in done}
+        cells = [c for c in cells if c[:4] not in have]
 
     def record(cell):
         done.append(cell)
         if out:
             with open(out, "w") as f:
                 json.dump(done, f, indent=1)
-        print(f"[{len(done)}/{len(cells)} {time.perf_counter() - t0:.0f} s] K={cell['dcs']} "
+        print(f"[{len(done)}/{len(cells) + len(have)} {time.perf_counter() - t0:.0f} s] K={cell['dcs']} "
               f"{cell['topology']} {cell['variant']} load {cell['load']}: "
               f"{cell['mean_s'] * 1e3:.4g} ms +/- {cell['se_s'] / cell['mean_s']:.2%} "
               f"({cell['seeds']} x {cell['drop_steps']}+{cell['keep_steps']} steps, "
