@@ -44,7 +44,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import log_ndtr, ndtr
+from jax.scipy.special import erfcx, log_ndtr, ndtr
 
 from .scenario import Scenario
 from .links import differ
@@ -189,29 +189,84 @@ def idle_s(gap_s, backlog_s, load, background_s):
     return jnp.where(ok, brownian, jnp.maximum(mu * gap_s - backlog_s, 0.0))
 
 
-def expected_max_s(base_s, noise_s, busy, tail_s, links):
+def first_passage_cdf(x, mean, sd):
+    """P(T <= x) for T the first passage of a Brownian motion with drift to a level, given its
+    mean and standard deviation (an inverse Gaussian of shape lam = mean^3 / sd^2):
+
+        Phi(sqrt(lam / x) (x / mean - 1)) + exp(2 lam / mean) Phi(-sqrt(lam / x) (x / mean + 1))
+
+    the second term written as exp(-lam (x / mean - 1)^2 / (2 x)) erfcx(a / sqrt 2) / 2, a the
+    second Phi's argument, so that it neither overflows nor cancels when sd << mean; 0 for x <= 0.
+    """
+    ok = x > 0
+    x = jnp.where(ok, x, mean)
+    lam = mean ** 3 / sd ** 2
+    r = jnp.sqrt(lam / x)
+    second = jnp.exp(-lam * (x / mean - 1) ** 2 / (2 * x)) * erfcx(r * (x / mean + 1) / jnp.sqrt(2.0)) / 2
+    return jnp.where(ok, ndtr(r * (x / mean - 1)) + second, 0.0)
+
+
+_BACKLOG_PIECES = 16  # pieces of the backlog's exponential, each with its own spread
+
+
+def expected_max_s(base_s, noise_s, busy, tail_s, links, spread_per_s=0.0):
     """E[max over L iid links] of a link's sync time X = base + N + E, s, minus E[X]:
 
-        N ~ normal(0, noise^2)       the other jobs' work that arrives while the sync is sent
         E = 0 with probability 1 - busy, else exponential of mean tail
                                      the backlog met at the sync's start (amplified by what
                                      arrives behind it), which has an atom at 0 (an idle link)
+        N | E ~ normal(0, noise^2 + spread E)
+                                     the other jobs' work that arrives while the sync is sent:
+                                     a longer sync (a larger backlog) gathers more of it
 
-    E[max] = lo + integral over [lo, hi] of 1 - F(x)^L dx (trapezoid rule, :data:`_GRID` nodes),
-    F the mixture of a normal and an exponentially modified normal; [lo, hi] spans 10 noise
-    below base to base + 10 noise + (ln L + 30) tail, where 1 - F < 1e-13 / L. The rule is good
-    to about 1e-5 of the spread (noise + tail); the result is 0 for L = 1 to that accuracy.
+    ``spread_per_s`` (s, the variance N gains per second that E adds) is 0 for a spread that does
+    not depend on the backlog. E[max] = lo + integral over [lo, hi] of 1 - F(x)^L dx (trapezoid
+    rule, :data:`_GRID` nodes), F(x) = (1 - busy) Phi(x / noise) + busy P(E + N <= x); the
+    backlog's part is summed over :data:`_BACKLOG_PIECES` pieces [e_a, e_b] of E, each with the
+    spread at its middle, sigma, in closed form:
+
+        int_{e_a}^{e_b} exp(-e / tail) / tail Phi((x - e) / sigma) de = G(e_b) - G(e_a),
+        G(e) = -exp(-e / tail) Phi((x - e) / sigma)
+               - exp(-x / tail + sigma^2 / (2 tail^2)) Phi((e - x + sigma^2 / tail) / sigma)
+
+    (with one piece from 0 to infinity, the exponentially modified normal). [lo, hi] spans 10
+    noise below base to base + 10 noise + (ln L + 30) tail (noise at that backlog), where
+    1 - F < 1e-13 / L. The rule is good to about 1e-5 of the spread (noise + tail); the result is
+    0 for L = 1 to that accuracy.
     """
     L = links[..., None]
     sd = jnp.maximum(noise_s, 1e-9 * (base_s + tail_s))[..., None]
     theta = jnp.maximum(tail_s, 1e-9 * (base_s + noise_s))[..., None]
+    rate = jnp.broadcast_to(jnp.asarray(spread_per_s, dtype=float), jnp.shape(noise_s))[..., None]
+    top = (jnp.log(L) + 30) * theta  # the backlog beyond it has probability < 1e-13 / L
     lo = -10 * sd
-    hi = 10 * sd + (jnp.log(L) + 30) * theta
+    hi = 10 * jnp.sqrt(sd ** 2 + rate * top) + top
     u = lo + (hi - lo) * _GRID
-    z = u / sd
-    exg = ndtr(z) - jnp.exp(-u / theta + 0.5 * (sd / theta) ** 2 + log_ndtr(z - sd / theta))
     p = busy[..., None]
-    F = jnp.clip((1 - p) * ndtr(z) + p * exg, 0.0, 1.0)
+    # the backlog's pieces: edges e_j = top (j / J)^2, denser near 0 where most of its mass is
+    edges = top[..., None] * (jnp.arange(_BACKLOG_PIECES + 1) / _BACKLOG_PIECES) ** 2
+    sigma = jnp.sqrt(sd[..., None] ** 2 + rate[..., None] * (edges[..., 1:] + edges[..., :-1]) / 2)
+    x, th = u[..., :, None], theta[..., None]
+    shift = -x / th + 0.5 * (sigma / th) ** 2
+
+    def upper(e):  # -exp(-e / tail) Phi((x - e) / sigma), and the second term's log-tail
+        first = -jnp.exp(-e / th) * ndtr((x - e) / sigma)
+        return first, shift + log_ndtr((x - e - sigma ** 2 / th) / sigma)
+
+    fa, la = upper(edges[..., :-1])
+    fb, lb = upper(edges[..., 1:])
+    # G(e_b) - G(e_a); Phi(z_b) - Phi(z_a) written as Phi(-z_a) - Phi(-z_b) so that each term stays
+    # bounded where the exponential's factor is large
+    pieces = fb - fa - jnp.exp(la) + jnp.exp(lb)
+    # the first passage's skew: each piece's normal swapped for the first passage of the same
+    # mean and spread at the piece's middle, weighted by the piece's probability
+    mid = (edges[..., 1:] + edges[..., :-1]) / 2
+    b = base_s[..., None, None]
+    skew = (jnp.exp(-edges[..., :-1] / th) - jnp.exp(-edges[..., 1:] / th)) * (
+        first_passage_cdf(b + x, b + mid, sigma) - ndtr((x - mid) / sigma))
+    backlog = jnp.sum(pieces + skew, axis=-1)
+    idle = first_passage_cdf(base_s[..., None] + u, base_s[..., None], sd)
+    F = jnp.clip((1 - p) * idle + p * backlog, 0.0, 1.0)
     g = 1 - F ** L
     integral = jnp.sum((g[..., 1:] + g[..., :-1]) / 2 * jnp.diff(u, axis=-1), axis=-1)
     return lo[..., 0] + integral - busy * tail_s
@@ -261,9 +316,12 @@ def shared_wan_step_s(sc: Scenario, load):
         mean, var, residual = sync_s(wan_B, B, m, m_bg, rho, backlog)
         g = _geometric(rho, jnp.maximum(jnp.ceil(wan_B / m), 1.0))
         busy = jnp.clip(rho, 1e-12, 1.0)
-        noise = jnp.sqrt(jnp.maximum(var - (g * backlog) ** 2, 0.0))
-        lag = jnp.where(rho > 0, expected_max_s(mean - g * backlog, noise, busy,
-                                                g * backlog / busy, links), 0.0)
+        # the spread of the other jobs' work gathered over the sync, rho s_bg <g^2> per second
+        # of it (sync_s), at the link's time without the backlog; a backlog adds to both
+        base = mean - g * backlog
+        spread = jnp.maximum(var - (g * backlog) ** 2, 0.0) / jnp.maximum(mean, 1e-300)
+        lag = jnp.where(rho > 0, expected_max_s(base, jnp.sqrt(spread * base), busy,
+                                                g * backlog / busy, links, spread), 0.0)
         G = round_s(mean, lag) / F - mean  # a link's time between two fragment syncs
         idle = jnp.sum(_LAGUERRE_W * idle_s(G[..., None], residual[..., None] * _LAGUERRE_X,
                                               rho[..., None], (m_bg / B)[..., None]), axis=-1)
