@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -207,39 +208,174 @@ def run(quick: bool = False) -> dict:
     return out
 
 
-def accuracy(dcs=(2, 3, 4, 8), topologies=("ring", "mesh"), loads=(0.5, 0.9, 0.95),
-             seeds: int = 8, steps: int = 100, gbps: float = 12.5) -> dict:
+# The steady-state reference the queueing approximation is measured against (accuracy()):
+# runs are warmed up with the job's own traffic, sized in relaxation times of the busiest link.
+DISCARD_RELAXATIONS = 5.0  # steps dropped from each run's start, in relaxation times
+KEEP_RELAXATIONS = 15.0  # steps kept, in relaxation times (within MIN_KEPT .. MAX_KEPT steps)
+MIN_KEPT, MAX_KEPT = 100, 5000
+
+
+def relaxation_s(plan, utilisation: float) -> float:
+    """Relaxation time of a link at ``utilisation`` (the busy share a run reaches, the job's own
+    messages included), s: that of an M/D/1 queue, s_bg / (1 - sqrt(u))^2, the time scale on which
+    its backlog forgets where it started; the engine's warm-up is ten of them at the background's
+    load alone (:func:`events.engine.warmup_s`), so it is read from there."""
+    return warmup_s(plan, min(float(utilisation), 1 - 1e-9)) / 10
+
+
+def _size(plan, run) -> tuple[int, int, float]:
+    """(steps dropped, steps kept, relaxation time s) for runs like ``run``: the relaxation time at
+    the busiest link's utilisation, in steps of ``run``'s mean, a whole number of rounds."""
+    H = plan.sync_every
+    tau = relaxation_s(plan, max(run.utilisation))
+    per_step = float(np.mean(run.step_s))
+    drop = math.ceil(DISCARD_RELAXATIONS * tau / per_step / H) * H
+    keep = min(max(math.ceil(KEEP_RELAXATIONS * tau / per_step), MIN_KEPT), MAX_KEPT)
+    return drop, math.ceil(keep / H) * H, tau
+
+
+def steady_state_mean(plan, load: float, seeds: int = 4, max_seeds: int = 32,
+                      rel_se: float = 0.009) -> dict:
+    """The engine's steady-state mean step of ``plan`` at ``load``, with its standard error.
+
+    The engine warms the links up with the other jobs' traffic only; the job's own messages then
+    take the busiest link to a utilisation u above the load (about 0.985 at load 0.95 on two
+    DCs), whose relaxation time tau = s_bg / (1 - sqrt(u))^2 (:func:`relaxation_s`) can be longer
+    than a short run. So each run drops its first :data:`DISCARD_RELAXATIONS` tau of steps and
+    keeps :data:`KEEP_RELAXATIONS` tau (:data:`MIN_KEPT` to :data:`MAX_KEPT` steps), sized from a
+    pilot run and re-sized (at most twice) until the dropped steps span the relaxation time at
+    the utilisation that seed 0's sized run reaches. Seeds 0, 1, ... are independent runs: the
+    mean is over seeds (``seeds``, more in fours up to ``max_seeds`` until the standard error is
+    under ``rel_se`` of the mean). ``drift_rel`` (with ``drift_se_rel``) is the second half of
+    the kept steps against the first, averaged over seeds: near 0 within its error when the
+    dropped steps were enough.
+
+    Returns a JSON-ready dict: mean_s, se_s, seeds, drop_steps, keep_steps, relaxation_s,
+    relaxations_kept, utilisation_max, drift_rel, drift_se_rel, run_s (wall time).
+    """
+    t0 = time.perf_counter()
+    drop, keep, tau = _size(plan, simulate(plan, load, 10**6, MIN_KEPT, trace_steps=0))
+    for _ in range(3):
+        first = simulate(plan, load, 0, drop + keep, trace_steps=0)
+        d2, k2, tau2 = _size(plan, first)
+        if d2 <= drop:
+            break
+        drop, keep, tau = d2, max(keep, k2), tau2
+    runs = [first]
+    while True:
+        runs += [simulate(plan, load, s, drop + keep, trace_steps=0)
+                 for s in range(len(runs), seeds if len(runs) < seeds else len(runs) + 4)]
+        means = np.array([r.step_s[drop:].mean() for r in runs])
+        se = float(np.std(means, ddof=1) / math.sqrt(len(means)))
+        if se <= rel_se * means.mean() or len(runs) >= max_seeds:
+            break
+    half = keep // 2
+    drift = np.array([r.step_s[drop + half:].mean() / r.step_s[drop:drop + half].mean() - 1
+                      for r in runs])
+    kept_s = float(means.mean()) * keep
+    return {"mean_s": float(means.mean()), "se_s": se, "seeds": len(runs),
+            "drop_steps": drop, "keep_steps": keep, "relaxation_s": tau,
+            "relaxations_kept": kept_s / tau,
+            "utilisation_max": float(max(max(r.utilisation) for r in runs)),
+            "drift_rel": float(drift.mean()),
+            "drift_se_rel": float(np.std(drift, ddof=1) / math.sqrt(len(drift))),
+            "run_s": time.perf_counter() - t0}
+
+
+def _cluster(K: int, topology: str, gbps: float):
+    return bandjax.reference().replace(
+        dcs=float(K), topology=float(bandjax.variants.TOPOLOGIES.index(topology)),
+        wan_Bps=gbps * 1e9)
+
+
+def _cell(args) -> dict:
+    K, top, vid, load, gbps, kw = args
+    plan = events.build(_cluster(K, top, gbps), vid)
+    return {"dcs": K, "topology": top, "variant": vid, "load": load, "links": plan.links,
+            **steady_state_mean(plan, load, **kw)}
+
+
+def engine_table(dcs=(2, 3, 4, 8), topologies=("ring", "mesh"), loads=(0.5, 0.7, 0.9, 0.95),
+                 gbps: float = 12.5, processes: int = 1, out: str | None = None,
+                 first=("adamw", "band_switch"), **kw) -> list:
+    """:func:`steady_state_mean` for every variant of the reference scenario at ``gbps`` GB/s
+    per link, each K and topology (at K = 2 only the ring: both are the same two links) and
+    load. Cells run on ``processes`` worker processes: the variants ``first`` before the others
+    (one with many messages a sync, one with a single message: they bracket the rest), the
+    highest loads first (where the approximation is least sure), the cheapest first within a
+    load (fewest links); each
+    finished cell prints a progress line to stderr and, with ``out``, rewrites that JSON file
+    (a list of cells, in the order they finished); cells already in ``out`` are kept, not rerun."""
+    cells = [(K, top, vid, load, gbps, kw) for K in dcs
+             for top in (topologies if K > 2 else topologies[:1])
+             for vid in bandjax.variants.IDS for load in loads]
+    cells.sort(key=lambda c: (c[2] not in first, -c[3],
+                              events.build(_cluster(c[0], c[1], gbps), c[2]).links))
+    done, have, t0 = [], set(), time.perf_counter()
+    if out and os.path.exists(out):
+        with open(out) as f:
+            done = json.load(f)
+        have = {(c["dcs"], c["topology"], c["variant"], c["load"]) for c in done}
+        cells = [c for c in cells if c[:4] not in have]
+
+    def record(cell):
+        done.append(cell)
+        if out:
+            with open(out, "w") as f:
+                json.dump(done, f, indent=1)
+        print(f"[{len(done)}/{len(cells) + len(have)} {time.perf_counter() - t0:.0f} s] K={cell['dcs']} "
+              f"{cell['topology']} {cell['variant']} load {cell['load']}: "
+              f"{cell['mean_s'] * 1e3:.4g} ms +/- {cell['se_s'] / cell['mean_s']:.2%} "
+              f"({cell['seeds']} x {cell['drop_steps']}+{cell['keep_steps']} steps, "
+              f"drift {cell['drift_rel']:+.2%} +/- {cell['drift_se_rel']:.2%}, "
+              f"{cell['run_s']:.0f} s)", file=sys.stderr, flush=True)
+
+    if processes > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context("spawn").Pool(processes) as pool:
+            for cell in pool.imap_unordered(_cell, cells):
+                record(cell)
+    else:
+        for c in cells:
+            record(_cell(c))
+    return done
+
+
+def accuracy(engine: list | str, split: float = 0.9) -> dict:
     """The queueing approximation (:func:`bandjax.queueing.shared_wan_step_s`) against the
-    engine's mean step over ``seeds`` seeds of ``steps`` steps, every variant of the reference
-    scenario at ``gbps`` GB/s per link, for each K and topology (at K = 2 both topologies are the
-    same two links, so only the ring is run). Returns per (K, topology) the worst relative error
-    (approx. / engine - 1) with its variant and load, every error, and the standard error of the
-    engine's mean relative to it (the error's noise floor)."""
+    engine's steady-state means of :func:`engine_table` (its list, or the JSON file it wrote).
+    Returns per "K=.. topology" the errors (approx. / engine - 1, with the engine's standard
+    error relative to its mean, ``se_rel``), and the worst at loads up to ``split``
+    (``worst_to``) and above it (``worst_above``)."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
     from bandjax.queueing import shared_wan_step_s
 
+    if isinstance(engine, str):
+        with open(engine) as f:
+            engine = json.load(f)
     out = {}
-    for K in dcs:
-        for top in topologies if K > 2 else topologies[:1]:
-            sc = bandjax.reference().replace(
-                dcs=float(K), topology=float(bandjax.variants.TOPOLOGIES.index(top)),
-                wan_Bps=gbps * 1e9)
-            approx = np.asarray(shared_wan_step_s(sc, np.asarray(loads, dtype=float)))
-            errors, worst = [], None
-            for j, load in enumerate(loads):
-                for i, vid in enumerate(sc.ids):
-                    means = [simulate(events.build(sc, vid), load, s, steps, trace_steps=0).mean_s
-                             for s in range(seeds)]
-                    m = float(np.mean(means))
-                    row = {"variant": vid, "load": load, "rel_err": float(approx[j, i] / m - 1),
-                           "sem_rel": float(np.std(means, ddof=1) / math.sqrt(seeds) / m)}
-                    errors.append(row)
-                    if worst is None or abs(row["rel_err"]) > abs(worst["rel_err"]):
-                        worst = row
-            out[f"K={K} {top}"] = {"worst": worst, "errors": errors}
-            print(f"K={K} {top}: worst {worst}", file=sys.stderr, flush=True)
+    for key in sorted({(c["dcs"], c["topology"]) for c in engine}):
+        cells = [c for c in engine if (c["dcs"], c["topology"]) == key]
+        sc = _cluster(*key, gbps=12.5)
+        loads = sorted({c["load"] for c in cells})
+        approx = np.asarray(shared_wan_step_s(sc, np.asarray(loads, dtype=float)))
+        errors = []
+        for c in sorted(cells, key=lambda c: (c["load"], c["variant"])):
+            a = approx[loads.index(c["load"]), sc.ids.index(c["variant"])]
+            errors.append({"variant": c["variant"], "load": c["load"],
+                           "rel_err": float(a / c["mean_s"] - 1),
+                           "se_rel": c["se_s"] / c["mean_s"]})
+
+        def worst(rows):
+            return max(rows, key=lambda r: abs(r["rel_err"]), default=None)
+
+        out[f"K={key[0]} {key[1]}"] = {
+            "worst_to": worst([e for e in errors if e["load"] <= split]),
+            "worst_above": worst([e for e in errors if e["load"] > split]),
+            "errors": errors}
     return out
 
 
@@ -258,8 +394,13 @@ def _table(r: dict, indent: str = "") -> str:
 
 
 if __name__ == "__main__":
-    if "--accuracy" in sys.argv:
-        print(json.dumps(accuracy(), indent=1))
+    if "--engine-table" in sys.argv:  # --engine-table OUT.json [PROCESSES]
+        at = sys.argv.index("--engine-table")
+        engine_table(out=sys.argv[at + 1],
+                     processes=int(sys.argv[at + 2]) if len(sys.argv) > at + 2 else 1)
+        sys.exit(0)
+    if "--accuracy" in sys.argv:  # --accuracy ENGINE.json (written by --engine-table)
+        print(json.dumps(accuracy(sys.argv[sys.argv.index("--accuracy") + 1]), indent=1))
         sys.exit(0)
     result = run(quick="--quick" in sys.argv)
     print(_table(result))

@@ -7,7 +7,7 @@ import pytest
 
 import bandjax
 from bandjax import cli, variants
-from bandjax.queueing import accuracy
+from bandjax.queueing import ACCURACY_BY_CLUSTER, ACCURACY_UP_TO_SPLIT_BY_CLUSTER, accuracy
 from bandjax.report import _json_ready
 from bandjax.report.sections import shared_wan
 from bandjax.report.sections import Results
@@ -56,8 +56,12 @@ def test_markdown_names_assumptions_and_units(results):
     assert "## Shared WAN" in md and "95% interval" in md and "ms" in md
     assert "1 MB" in md and "d calibrated" in md
     assert md.count("\n| ") == 1 + len(variants.IDS)
-    # the approximation's measured worst error per cluster (bandjax.queueing.ACCURACY_BY_CLUSTER)
-    assert "K = 2 11%" in md and "K = 8 mesh 13%" in md and "load-0 step" in md
+    # the approximation's measured worst error per cluster, up to load 0.9 and to 0.95
+    # (bandjax.queueing.ACCURACY_UP_TO_SPLIT_BY_CLUSTER, ACCURACY_BY_CLUSTER)
+    for key, name in [((2, "ring"), "K = 2"), ((8, "mesh"), "K = 8 mesh")]:
+        assert (f"{name} {ACCURACY_UP_TO_SPLIT_BY_CLUSTER[key]:.0%} / "
+                f"{ACCURACY_BY_CLUSTER[key]:.0%}") in md
+    assert "load-0 step" in md
 
 
 def test_cli_wan_prints_a_row_per_variant_and_load(capsys):

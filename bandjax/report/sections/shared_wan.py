@@ -308,7 +308,8 @@ def build(scenario: Scenario, ctx: dict) -> SharedWan:
     from events.engine import TRACE_STEPS, estimate_events
     from events.plan import build as plan_of, sync_every
 
-    from ...queueing import ACCURACY_BY_CLUSTER, accuracy, shared_wan_step_s
+    from ...queueing import (ACCURACY_BY_CLUSTER, ACCURACY_UP_TO_SPLIT_BY_CLUSTER, SPLIT_LOAD,
+                             accuracy, shared_wan_step_s)
     from ...step import step_s
 
     o = _options(ctx)
@@ -365,8 +366,10 @@ def build(scenario: Scenario, ctx: dict) -> SharedWan:
            "step_ms": {}, "mean_step_ms": {}, "ci95_ms": {}, "growth": {}, "approx_step_ms": {},
            "p95_ms": {}, "wan_utilisation": {}, "wan_utilisation_max": {},
            "approx_accuracy": stated["accuracy"], "approx_accuracy_basis": stated["basis"],
-           "approx_accuracy_by_cluster": [{"dcs": k, "topology": t, "accuracy": v}
-                                          for (k, t), v in ACCURACY_BY_CLUSTER.items()]}
+           "approx_accuracy_by_cluster": [
+               {"dcs": k, "topology": t, "accuracy": v, "split_load": SPLIT_LOAD,
+                "accuracy_up_to_split": ACCURACY_UP_TO_SPLIT_BY_CLUSTER[(k, t)]}
+               for (k, t), v in ACCURACY_BY_CLUSTER.items()]}
     worst, widest = None, None
     none = [None] * len(loads)
     for vid in ids:
@@ -505,10 +508,12 @@ def markdown(results: Results | dict) -> str:
         lines += ["", "The engine's runs, sized to its budget: " + " ".join(sizing["notes"])]
     measured = r.approx_accuracy_by_cluster
     if approx and measured and all(m["accuracy"] is not None for m in measured):
-        lines += ["", "The approximation's worst error against the engine's mean (every variant, "
-                  "12.5 GB/s per link, loads 0.5 to 0.95): "
+        lines += ["", "The approximation's worst error against the engine's steady-state mean "
+                  f"(every variant, 12.5 GB/s per link), loads 0.5 to {measured[0]['split_load']:g}"
+                  " / to 0.95: "
                   + ", ".join(f"K = {m['dcs']} {m['topology'] if m['dcs'] > 2 else ''}"
-                              .rstrip() + f" {m['accuracy']:.0%}" for m in measured) + "."]
+                              .rstrip() + f" {m['accuracy_up_to_split']:.0%} / {m['accuracy']:.0%}"
+                              for m in measured) + "."]
     if r.load0_points and r.load0_max_rel_err is not None:
         lines += [
             "",
