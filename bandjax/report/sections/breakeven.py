@@ -206,11 +206,8 @@ def build(scenario: Scenario, ctx: dict) -> BreakEvens:
     sensitivity.append({"quantity": "budget_break_even", "GFLOPs": budget["numeric_GFLOPs"],
                         "elasticity": budget["elasticity"]})
 
-    inverse = []
-    for a, b, basis in inverse_pairs(sc, ctx):
-        for p in INVERSE_PARAMETERS:
-            c = inv.smallest_change(sc, a, b, p, basis=basis)
-            inverse.append({**c.as_dict(), "target_GBps": float(sc.wan_Bps) / 1e9})
+    inverse = [{**c.as_dict(), "target_GBps": float(sc.wan_Bps) / 1e9}
+               for c in inv.smallest_changes(sc, inverse_pairs(sc, ctx), INVERSE_PARAMETERS)]
 
     return BreakEvens(break_even_range_GBps=[lo, hi], break_even_GBps=crossings,
                       break_even_GBps_by_budget=by_budget, enob_break_even=enob,
