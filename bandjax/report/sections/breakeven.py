@@ -135,23 +135,22 @@ def _budget_label(sc: Scenario) -> str:
     return "free" if math.isinf(value) else f"{value / 1e9:g} GFLOP/s"
 
 
-def _all_pairs(sc: Scenario, budgets=None):
-    """Crossings and elasticities of every pair at once (pairs on the last axis; budgets, when
-    given as FLOP/s, on the axis before it)."""
+def _all_pairs(sc: Scenario, budgets):
+    """Crossings of every pair at the scenario's own budget and at each of ``budgets`` (FLOP/s),
+    in one search (budgets on the axis before the pairs': the scenario's first), and the
+    elasticities of the crossings at the scenario's budget."""
     ps = pairs(sc)
     ia = np.array([sc.ids.index(a) for a, _, _ in ps])
     ib = np.array([sc.ids.index(b) for _, b, _ in ps])
     na = np.array([sc.steps_of(a, float(sc.enob), basis or "hypothesis") for a, _, basis in ps])
     nb = np.array([sc.steps_of(b, float(sc.enob), basis or "hypothesis") for _, b, basis in ps])
-    if budgets is not None:
-        sc = sc.replace(budget_FLOPs=np.asarray(budgets, dtype=float)[:, None])
+    every = np.asarray([float(sc.budget_FLOPs), *budgets], dtype=float)[:, None]
     lo, hi = (g * 1e9 for g in be.BANDWIDTH_RANGE_GBps)
-    c = be.all_bandwidth_crossings(sc, ia, ib, na, nb, lo, hi)
-    jac = None
-    if budgets is None:
-        jac = np.asarray(sens.crossing_elasticities(sc, ia, ib, na, nb, lo, hi,
-                                                    max_roots=c.x.shape[-1]))
-    return ps, jax.tree.map(np.asarray, c), jac
+    c = jax.tree.map(np.asarray, be.all_bandwidth_crossings(sc.replace(budget_FLOPs=every), ia, ib,
+                                                           na, nb, lo, hi))
+    jac = np.asarray(sens.crossing_elasticities(sc, ia, ib, na, nb, lo, hi,
+                                                max_roots=c.x.shape[-1]))
+    return ps, c, jac
 
 
 def _entry(a, b, basis, c, index) -> dict:
@@ -168,7 +167,9 @@ def _entry(a, b, basis, c, index) -> dict:
 def build(scenario: Scenario, ctx: dict) -> BreakEvens:
     sc = scenario
     lo, hi = be.BANDWIDTH_RANGE_GBps
-    ps, c, jac = _all_pairs(sc)
+    budgets = [resolve_budget(sc, label) for label in BUDGETS]
+    ps, cb, jac = _all_pairs(sc, budgets)
+    c = jax.tree.map(lambda v: v[0], cb)  # at the scenario's budget
     energy = {n for n in be.PARAMETERS if sens._is_energy(n)}
     crossings, sensitivity = [], []
     for p, (a, b, basis) in enumerate(ps):
@@ -183,13 +184,11 @@ def build(scenario: Scenario, ctx: dict) -> BreakEvens:
                 "quantity": "bandwidth_break_even", "a": a, "b": b, "basis": basis, "GBps": x,
                 "elasticity": dict(sorted(values.items(), key=lambda kv: -abs(kv[1])))})
 
-    budgets = [resolve_budget(sc, label) for label in BUDGETS]
-    _, cb, _ = _all_pairs(sc, budgets)
     by_budget = []
     for p, (a, b, basis) in enumerate(ps):
         if sc.variant(a).module or sc.variant(b).module:
             for i, label in enumerate(BUDGETS):
-                by_budget.append({**_entry(a, b, basis, cb, (i, p)), "budget": label})
+                by_budget.append({**_entry(a, b, basis, cb, (i + 1, p)), "budget": label})
 
     enob = []
     dependent = _v.basis_dependent(sc.variants)
