@@ -34,8 +34,8 @@ from .. import constants as C
 from ..passes import enob_label, scenario_budget
 from .common import (ANY, CONTROLS, HEIGHT, WIDTH, Results, Section, View, _and, _conclude,
                      _filter, _finish, _fitted, _hconcat_bases, _label_expr, _log_x, _num, _params,
-                     _sel, fmt_GBps, g3, pick, setting_key, setting_text, settings, short, variant,
-                     variant_colors, variants)
+                     _sel, close_ahead, fmt_GBps, g3, pick, setting_key, setting_text, settings,
+                     short, start_ahead, take_ahead, variant, variant_colors, variants)
 
 
 @dataclass(frozen=True)
@@ -164,11 +164,39 @@ def _entry(a, b, basis, c, index) -> dict:
             "status": d["status"]}
 
 
+def start(scenario: Scenario, ctx: dict) -> None:
+    """Begin the searches that need nothing from the sections before this one
+    (:func:`.common.start_ahead`)."""
+    start_ahead(ctx, KEY, _searches, scenario)
+
+
+def close(ctx: dict) -> None:
+    close_ahead(ctx, KEY)
+
+
+def _searches(sc: Scenario) -> tuple:
+    """The section's searches that read the scenario alone: every pair's crossings (at each
+    budget) and their elasticities, the ENOB break-evens, the budget break-even."""
+    budgets = [resolve_budget(sc, label) for label in BUDGETS]
+    ps, cb, jac = _all_pairs(sc, budgets)
+    enob = []
+    dependent = _v.basis_dependent(sc.variants)
+    for a in (v.id for v in sc.variants if v.in_transit):
+        for b in (v.id for v in sc.variants if not v.in_transit):
+            for basis in (BASES if a in dependent else (None,)):
+                lowest = be.enob_break_even(sc, a, b, ENOB_GRID_GBps, basis=basis or "hypothesis")
+                enob.append({"a": a, "b": b, "basis": basis, "GBps": list(ENOB_GRID_GBps),
+                             "enob": [None if np.isnan(e) else float(e) for e in lowest]})
+    budget = be.budget_break_even(sc)
+    _, budget_elast = sens.budget_elasticities(sc)
+    return ps, cb, jac, enob, budget, budget_elast
+
+
 def build(scenario: Scenario, ctx: dict) -> BreakEvens:
     sc = scenario
     lo, hi = be.BANDWIDTH_RANGE_GBps
-    budgets = [resolve_budget(sc, label) for label in BUDGETS]
-    ps, cb, jac = _all_pairs(sc, budgets)
+    started, found = take_ahead(ctx, KEY)
+    ps, cb, jac, enob, budget, budget_elast = found if started else _searches(sc)
     c = jax.tree.map(lambda v: v[0], cb)  # at the scenario's budget
     energy = {n for n in be.PARAMETERS if sens._is_energy(n)}
     crossings, sensitivity = [], []
@@ -190,17 +218,7 @@ def build(scenario: Scenario, ctx: dict) -> BreakEvens:
             for i, label in enumerate(BUDGETS):
                 by_budget.append({**_entry(a, b, basis, cb, (i + 1, p)), "budget": label})
 
-    enob = []
-    dependent = _v.basis_dependent(sc.variants)
-    for a in (v.id for v in sc.variants if v.in_transit):
-        for b in (v.id for v in sc.variants if not v.in_transit):
-            for basis in (BASES if a in dependent else (None,)):
-                lowest = be.enob_break_even(sc, a, b, ENOB_GRID_GBps, basis=basis or "hypothesis")
-                enob.append({"a": a, "b": b, "basis": basis, "GBps": list(ENOB_GRID_GBps),
-                             "enob": [None if np.isnan(e) else float(e) for e in lowest]})
-
-    budget = be.budget_break_even(sc)
-    _, budget_elast = sens.budget_elasticities(sc)
+    budget = dict(budget)
     budget["elasticity"] = {n: v + 0.0 for n, v in sorted(budget_elast.items(), key=lambda kv: -abs(kv[1]))}
     sensitivity.append({"quantity": "budget_break_even", "GFLOPs": budget["numeric_GFLOPs"],
                         "elasticity": budget["elasticity"]})

@@ -44,6 +44,41 @@ from ..constants import STATUS
 from ..passes import budget_options, enob_label, scenario_budget
 
 
+# ------------------------------------------------------------------- work started ahead
+
+def start_ahead(ctx: dict, key: str, fn, *args) -> None:
+    """Run ``fn(*args)`` in a thread of its own from now on, for :func:`take_ahead` to collect:
+    a section's ``start`` hook (called before the report's first section) uses it for work that
+    needs nothing from the sections before it. XLA compiles outside Python's lock, so a report
+    compiles on both cores where it would compile on one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    close_ahead(ctx, key)
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"report-{key}")
+    ctx.setdefault("ahead", {})[key] = (executor, executor.submit(fn, *args))
+
+
+def take_ahead(ctx: dict, key: str):
+    """(True, what ``fn`` returned) for work :func:`start_ahead` began (its exception raised
+    here), or (False, None) where none was started."""
+    started = ctx.get("ahead", {}).pop(key, None)
+    if started is None:
+        return False, None
+    executor, future = started
+    try:
+        return True, future.result()
+    finally:
+        executor.shutdown(wait=False)
+
+
+def close_ahead(ctx: dict, key: str) -> None:
+    """Drop work :func:`start_ahead` began and :func:`take_ahead` did not collect (the report
+    ended first): not started yet, it never starts; running, it finishes in its thread."""
+    started = ctx.get("ahead", {}).pop(key, None)
+    if started is not None:
+        started[0].shutdown(wait=False, cancel_futures=True)
+
+
 class Section:
     """What every section shares: its results key, and its JSON both ways.
 
