@@ -1,4 +1,4 @@
-"""Engine runs over a labelled grid, in parallel on dask.distributed.
+"""Engine runs over a labelled grid, in parallel on dask.distributed or a pool of processes.
 
 :func:`sweep` takes the arguments of :func:`bandjax.sweep`, parsed by the same parser
 (:func:`bandjax.sweepargs.parse`: ``bandwidth`` in GB/s, ``enob``, ``budget`` in GFLOP/s with
@@ -7,8 +7,10 @@ scenario field by name), plus ``load`` and ``seed``, and labels its result the s
 line up with ``xr.align``. Each grid point is one run of :func:`events.engine.simulate`; runs go
 to a dask ``LocalCluster`` by default (a script that does so needs an
 ``if __name__ == "__main__":`` guard, as dask starts worker processes by importing it), to an
-existing scheduler given by address or ``distributed.Client``, or, with ``scheduler="inline"``,
-one after another in this process without dask.
+existing scheduler given by address or ``distributed.Client``, to a plain pool of local processes
+with ``scheduler="processes"`` (:func:`pool`; the same guard), or, with ``scheduler="inline"``,
+one after another in this process without dask. :func:`submit` starts a sweep's runs and returns
+at once, for this process to do other work meanwhile.
 """
 
 from __future__ import annotations
@@ -75,8 +77,10 @@ def sweep(scenario: Scenario | None = None, *, load=0.0, seed=0, steps: int = 40
       steps: training steps per run (>= 1).
       scheduler: None for a new ``LocalCluster`` of ``n_workers`` processes (call it under
         ``if __name__ == "__main__":`` in a script); an address ("tcp://host:8786") or a
-        ``distributed.Client`` to use an existing one; ``"inline"`` to run in this process
-        without dask (no worker processes, no guard needed).
+        ``distributed.Client`` to use an existing one; ``"processes"`` for a plain pool of
+        ``n_workers`` processes (:func:`pool`: no dask, quick to start; the same guard), or a
+        ``concurrent.futures`` executor; ``"inline"`` to run in this process without dask (no
+        worker processes, no guard needed).
       max_sim_s: bound on each run's simulated time, s.
       progress: show a progress bar of runs done.
       **grid: ``variant``, ``bandwidth`` (GB/s per directed link), ``enob``, ``budget``,

@@ -35,7 +35,7 @@ from ... import links as _links
 from ... import variants as _v
 from ...scenario import Scenario
 from .common import (HEIGHT, PADDING_PX, WIDTH, Results, Section, View, _finish, _num,
-                     _variant_color, short)
+                     _variant_color, close_ahead, short, start_ahead, take_ahead)
 
 
 @dataclass(frozen=True)
@@ -319,6 +319,7 @@ def start(scenario: Scenario, ctx: dict) -> None:
 
 def close(ctx: dict) -> None:
     """Stop the runs :func:`start` began and their workers, if :func:`build` has not."""
+    close_ahead(ctx, KEY)
     started = ctx.pop(_STARTED, None)
     if started is not None:
         started["stack"].close()
@@ -349,6 +350,8 @@ def _start(scenario: Scenario, ctx: dict) -> dict:
         sized["message_B"], max(plan_of(scenario, v).wan_B for v in ids) / 16))
     load0_sim = max(estimate_events(plan_of(load0_sc.replace(wan_Bps=g * 1e9), v), 0.0, 2 * H,
                                     math.inf)["sim_s"] for g in LOAD0_GBPS for v in ids)
+    # the closed-form approximation meanwhile, in a thread (its first call is mostly compiling)
+    start_ahead(ctx, KEY, _approximations, scenario, at_m, loads)
     scheduler = o["scheduler"]
     if scheduler is None and sized["estimated_s"] <= POOL_MAX_S:
         scheduler = "processes"
@@ -372,15 +375,27 @@ def _start(scenario: Scenario, ctx: dict) -> dict:
     return st
 
 
+def _approximations(scenario: Scenario, at_m: Scenario, loads: list) -> tuple:
+    """The queueing approximation's steps (ms, (load, variant)) for the scenario and for the one
+    the engine runs (its message size); (None, None) where the links differ."""
+    import jax.numpy as jnp
+
+    from ...queueing import shared_wan_step_s
+
+    if _links.differ(scenario):
+        return None, None
+    return (np.asarray(shared_wan_step_s(scenario, jnp.asarray(loads))) * 1e3,
+            np.asarray(shared_wan_step_s(at_m, jnp.asarray(loads))) * 1e3)
+
+
 def build(scenario: Scenario, ctx: dict) -> SharedWan:
     """Engine runs and the approximation for ``scenario``, sized to the budget first
     (:func:`size_runs`); see the module docstring. Runs that :func:`start` began are collected."""
     import events
-    import jax.numpy as jnp
     from events.engine import TRACE_STEPS, estimate_events
     from events.plan import build as plan_of
 
-    from ...queueing import ACCURACY_BY_CLUSTER, accuracy, shared_wan_step_s
+    from ...queueing import ACCURACY_BY_CLUSTER, accuracy
     from ...step import step_s
 
     st = ctx.pop(_STARTED, None) or _start(scenario, ctx)
@@ -404,10 +419,7 @@ def build(scenario: Scenario, ctx: dict) -> SharedWan:
         sized = {**sized, "approx_loads": [] if left_out else sorted(
             set(sized["approx_loads"]) | set(run_loads)), "loads": []}
         run_loads = []
-    approx = approx_m = None
-    if not left_out:
-        approx = np.asarray(shared_wan_step_s(scenario, jnp.asarray(loads))) * 1e3
-        approx_m = np.asarray(shared_wan_step_s(at_m, jnp.asarray(loads))) * 1e3
+    approx, approx_m = take_ahead(ctx, KEY)[1]
     closed_ms = np.asarray(step_s(scenario)) * 1e3  # the load-0 step: the engine equals it there
     if approx is not None and sized["message_B"] > sized["scenario_message_B"]:
         cost = float(np.max(np.abs(approx_m / approx - 1)))
