@@ -32,10 +32,11 @@ from ... import variants as _v
 from ...scenario import BASES, Scenario, resolve_budget
 from .. import constants as C
 from ..passes import enob_label, scenario_budget
-from .common import (ANY, CONTROLS, HEIGHT, WIDTH, Results, Section, View, _and, _conclude,
-                     _filter, _finish, _fitted, _hconcat_bases, _label_expr, _log_x, _num, _params,
-                     _sel, close_ahead, fmt_GBps, g3, pick, setting_key, setting_text, settings,
-                     short, start_ahead, take_ahead, variant, variant_colors, variants)
+from .common import (ANY, CONTROLS, HEIGHT, WIDTH, Picker, Results, Section, View, _and,
+                     _conclude, _filter, _finish, _fitted, _hconcat_bases, _label_expr, _log_x,
+                     _num, _params, _sel, close_ahead, fmt_GBps, g3, pick, setting_key,
+                     setting_text, settings, short, start_ahead, take_ahead, variant,
+                     variant_colors, variants)
 
 
 @dataclass(frozen=True)
@@ -379,15 +380,18 @@ def _ratio_rows(sc: Scenario, pairs, bandwidth: View) -> list[dict]:
     index: dict = {}
     for r in bandwidth.data["curves"]:
         index.setdefault((r["variant"], r["i"]), []).append(r)
+    index = {k: Picker(v) for k, v in index.items()}
+    none = Picker([])
+    every = settings(sc)
     rows = []
     for a, b in pairs:
         for i in range(len(bandwidth.data["grid_GBps"])):
-            for sel in settings(sc):
-                ra = pick(index.get((a, i), []), **sel)
-                rb = pick(index.get((b, i), []), **sel)
-                ta, tb = ra[0]["t_s"], rb[0]["t_s"]
+            for sel in every:
+                ra = index.get((a, i), none).first(**sel)
+                rb = index.get((b, i), none).first(**sel)
+                ta, tb = ra["t_s"], rb["t_s"]
                 rows.append({"pair": f"{short(a)} / {short(b)}", "first": short(a), "second": short(b),
-                             "i": i, "GBps": ra[0]["GBps"],
+                             "i": i, "GBps": ra["GBps"],
                              "ratio": _num(ta / tb, 5) if ta and tb else None, **sel})
     # drop rows repeated across controls the pair does not depend on
     return _collapse(rows, key=("pair", "i"), value="ratio")
@@ -424,13 +428,15 @@ def _crossings(sc: Scenario, results: Results, pairs, rows, grid) -> list[dict]:
             if g is not None:
                 out.append({"pair": pair, "first": short(e["a"]), "second": short(e["b"]),
                             "GBps": _num(g), "ratio": 1.0, "source": "root finder", **tag})
+    by_pair: dict = {}
+    for r in rows:
+        by_pair.setdefault(r["pair"], []).append(r)
     for a, b in pairs:
         pair = f"{short(a)} / {short(b)}"
         for at in settings(sc):
             if (pair, setting_key(at)) in covered:
                 continue
-            line = sorted((r for r in pick([r for r in rows if r["pair"] == pair], **at)),
-                          key=lambda r: r["i"])
+            line = sorted((r for r in pick(by_pair.get(pair, []), **at)), key=lambda r: r["i"])
             for r0, r1 in zip(line, line[1:]):
                 q0, q1 = r0["ratio"], r1["ratio"]
                 if q0 is None or q1 is None or not (q0 - 1) * (q1 - 1) < 0:

@@ -517,6 +517,26 @@ def pick(rows, **sel) -> list[dict]:
     return out
 
 
+class Picker:
+    """:func:`pick` over the same rows many times: ``first(**sel)`` is ``pick(rows, **sel)[0]``
+    (None where none matches) for ``sel`` naming every control, from an index of the rows by
+    their controls' values (a row holding ``"*"`` matches any value) built once."""
+
+    def __init__(self, rows):
+        self._rows = list(rows)
+        self._index: dict = {}
+        for n, r in enumerate(self._rows):
+            self._index.setdefault(tuple(r.get(c) for c in CONTROLS), n)
+
+    def first(self, **sel):
+        if set(sel) != set(CONTROLS):  # not every control named: the plain scan
+            found = pick(self._rows, **sel)
+            return found[0] if found else None
+        at = [n for key in itertools.product(*((sel[c], ANY) for c in CONTROLS))
+              if (n := self._index.get(key)) is not None]
+        return self._rows[min(at)] if at else None
+
+
 def _at(sc: Scenario, basis: str = "hypothesis") -> dict:
     return {"enob": enob_label(sc.enob), "budget": scenario_budget(sc), "basis": basis}
 
