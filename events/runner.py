@@ -312,7 +312,10 @@ def _submit(tasks: list, where):
     if where == "inline":
         return tasks
     if isinstance(where, concurrent.futures.Executor):
-        return [where.submit(engine.run_summary, *t) for t in tasks]
+        from bandjax._io import children_ignore_interrupt
+
+        with children_ignore_interrupt():  # a pool starts its processes here: Ctrl-C is ours
+            return [where.submit(engine.run_summary, *t) for t in tasks]
     return [where.submit(engine.run_summary, *t, pure=False) for t in tasks]
 
 
