@@ -421,6 +421,80 @@ _quick_field = partial(_jax.quick(_field_crossings,
                        implicit=False)
 
 
+@partial(jax.jit, static_argnames=("names", "grid", "max_roots"))
+def _fields_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, which, *, names, grid, max_roots):
+    """:func:`_field_crossings` over several parameters in one search: point i searches
+    ``names[which[i]]`` (values only). Each name is substituted by a select on ``which``, among
+    ``names`` alone, so one compiled search serves them all where :func:`_field_crossings`
+    compiles one a parameter; a point's numbers are those of its own parameter's search."""
+    steps_a, steps_b = jnp.asarray(steps_a, dtype=float), jnp.asarray(steps_b, dtype=float)
+    which = jnp.asarray(which)
+    # The searched steps are a variable, not a table entry: only the other side's can be missing.
+    steps_a = jnp.where(jnp.asarray([n == "steps_a" for n in names])[which], 1.0, steps_a)
+    steps_b = jnp.where(jnp.asarray([n == "steps_b" for n in names])[which], 1.0, steps_b)
+    measured = jnp.isfinite(steps_a) & jnp.isfinite(steps_b)
+    safe = lambda n: jnp.where(measured, n, 1.0)  # noqa: E731
+    every = parameters(sc)
+
+    def residual(x, theta):
+        pair, w, rest = theta[:2], theta[2], theta[3:]
+        for j, name in enumerate(names):
+            rest = with_parameter_at(rest, every.index(name),
+                                     jnp.where(w == j, x, get_parameter(rest, name)))
+        sc_x, na, nb = rest
+        s = step_s(sc_x)
+        return jnp.log(na * _pick(s, pair[0])) - jnp.log(nb * _pick(s, pair[1]))
+
+    theta = (ia, ib, which, sc, safe(steps_a), safe(steps_b))
+    c = _roots.find_crossings(residual, theta, lo, hi, grid=grid, max_roots=max_roots,
+                              implicit=False)
+    return _set_aside(c, steps_a, steps_b)
+
+
+_quick_fields = _jax.quick(_fields_crossings, static_argnames=("names", "grid", "max_roots"))
+
+
+def searches(sc: Scenario, pairs, names, lo, hi, *, grid: int = GRID) -> Crossings:
+    """Many searches at once: a list of :class:`Crossings` (NumPy), one a search; search i is of
+    pair ``pairs[i]`` = (a, b, basis) over parameter ``names[i]`` (a name of :func:`parameters`,
+    ``"wan_Bps"`` for the bandwidth) within [lo[i], hi[i]] (SI), and its numbers are
+    :func:`break_even`'s for it. The bandwidth's searches run as one compiled search, the others'
+    as one more, where :func:`break_even` compiles one a parameter (root slots: as many as the
+    most crossings of any search, NaN-padded)."""
+    pairs, names = list(pairs), list(names)
+    out = [None] * len(pairs)
+    groups = {"wan_Bps": [i for i, n in enumerate(names) if n == "wan_Bps"]}
+    groups["fields"] = [i for i, n in enumerate(names) if n != "wan_Bps"]
+    for group, at in groups.items():
+        if not at:
+            continue
+        ia = np.array([sc.ids.index(pairs[i][0]) for i in at])
+        ib = np.array([sc.ids.index(pairs[i][1]) for i in at])
+        steps = [pair_steps(sc, pairs[i][0], pairs[i][1], pairs[i][2]) for i in at]
+        na = np.array([float(s[0]) for s in steps])
+        nb = np.array([float(s[1]) for s in steps])
+        lo_, hi_ = np.array([lo[i] for i in at]), np.array([hi[i] for i in at])
+        if group == "fields":
+            used = tuple(dict.fromkeys(names[i] for i in at))
+            which = np.array([used.index(names[i]) for i in at])
+        max_roots = MAX_ROOTS
+        while True:
+            if group == "wan_Bps":
+                c = _quick_bandwidth(sc, ia, ib, na, nb, lo_, hi_, grid=grid,
+                                     max_roots=max_roots)
+            else:
+                c = _quick_fields(sc, ia, ib, na, nb, lo_, hi_, which, names=used, grid=grid,
+                                  max_roots=max_roots)
+            most = int(max(np.max(c.count), np.max(c.tie_count)))
+            if most <= max_roots:
+                break
+            max_roots = most
+        c = jax.tree.map(np.asarray, c)
+        for j, i in enumerate(at):
+            out[i] = c._replace(**{f: getattr(c, f)[j] for f in c._fields})
+    return out
+
+
 # --------------------------------------------------------------------------- user-facing
 
 
@@ -584,9 +658,7 @@ def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
         if most <= max_roots:
             break
         max_roots = most
-    units = FIELDS[parameter][2] if parameter in FIELDS else ("s" if parameter.startswith("fixed_s.") else "steps")
-    units = {"byte_rate": "B/s", "flop_rate": "FLOP/s", "sample_rate": "S/s", "time": "s",
-             "power": "W", "count": "1"}.get(units, units)
+    units = parameter_units(parameter)
     return BreakEven(a=a, b=b, basis=basis, over=over, parameter=parameter, units=units,
                      lo=lo, hi=hi, x=np.asarray(c.x), a_wins_below=np.asarray(c.a_wins_below),
                      count=np.asarray(c.count), status=np.asarray(c.status),
@@ -594,6 +666,14 @@ def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
                      tie_hi=np.asarray(c.tie_hi), tie_count=np.asarray(c.tie_count),
                      tie_below=np.asarray(c.tie_below), tie_above=np.asarray(c.tie_above),
                      links_scaling=scaling_note(sc, [parameter]))
+
+
+def parameter_units(parameter: str) -> str:
+    """The SI units of a parameter of :func:`parameters`."""
+    units = FIELDS[parameter][2] if parameter in FIELDS else (
+        "s" if parameter.startswith("fixed_s.") else "steps")
+    return {"byte_rate": "B/s", "flop_rate": "FLOP/s", "sample_rate": "S/s", "time": "s",
+            "power": "W", "count": "1"}.get(units, units)
 
 
 # --------------------------------------------------------------------------- budget and ENOB

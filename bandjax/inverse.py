@@ -20,7 +20,7 @@ from . import breakeven as _be
 from .metrics import time_to_target_s
 from .scenario import Scenario
 
-__all__ = ["Change", "smallest_change"]
+__all__ = ["Change", "smallest_change", "smallest_changes"]
 
 ALREADY, FOUND, NONE_IN_RANGE = "already", "found", "none_in_range"
 
@@ -65,27 +65,55 @@ def smallest_change(sc: Scenario, a: str, b: str, parameter: str, *, basis: str 
       lo, hi: the allowed range of the parameter, SI units; default its value / 100 to x 100
         (1 to 10,000 GFLOP/s for the budget, 0.1 to 1,000 GB/s for the WAN).
     """
-    a, b = _be.resolve_variant(a, sc.variants), _be.resolve_variant(b, sc.variants)
-    _be._check_parameter(parameter, sc)
-    steps = _be.pair_steps(sc, a, b, basis)
+    return smallest_changes(sc, [(a, b, basis)], [parameter], lo=lo, hi=hi, grid=grid)[0]
+
+
+def smallest_changes(sc: Scenario, targets, parameters, *, lo=None, hi=None,
+                     grid: int = _be.GRID) -> list[Change]:
+    """:func:`smallest_change` of every target (a, b, basis) for every one of ``parameters``, in
+    that order (targets outer), with the same numbers; the searches run together
+    (:func:`bandjax.breakeven.searches`: one compiled search over the WAN and one over the other
+    parameters), not one compiled search a parameter. ``lo``/``hi``: as in
+    :func:`smallest_change`, for every search."""
+    asked = []
+    for a, b, basis in targets:
+        a, b = _be.resolve_variant(a, sc.variants), _be.resolve_variant(b, sc.variants)
+        for parameter in parameters:
+            _be._check_parameter(parameter, sc)
+            steps = _be.pair_steps(sc, a, b, basis)
+            if a == b:
+                raise ValueError(f"a = b = {a!r}: a break-even needs two different variants")
+            if parameter == "enob":
+                raise ValueError("over = 'enob': ENOB is discrete (measured steps); use "
+                                 "enob_break_even")
+            over = {v: k for k, v in _be.OVER.items()}.get(parameter, parameter)
+            rng = _be._default_range(over, parameter, sc, steps, lo, hi)
+            asked.append((a, b, basis, parameter, steps, rng))
+    if not asked:
+        return []
+    times = np.asarray(time_to_target_s(sc, 1.0))  # once for all the targets
+    found = _be.searches(sc, [(a, b, basis) for a, b, basis, *_ in asked], [q[3] for q in asked],
+                         [q[5][0] for q in asked], [q[5][1] for q in asked], grid=grid)
+    return [_change(sc, times, *q, c) for q, c in zip(asked, found)]
+
+
+def _change(sc, times, a, b, basis, parameter, steps, rng, c) -> Change:
     theta = (sc, float(steps[0]), float(steps[1]))
     current = float(np.asarray(_be.get_parameter(theta, parameter), dtype=float))
-    over = {v: k for k, v in _be.OVER.items()}.get(parameter, parameter)
-    times = np.asarray(time_to_target_s(sc, 1.0))
     t_a = float(steps[0]) * float(times[sc.ids.index(a)])
     t_b = float(steps[1]) * float(times[sc.ids.index(b)])
-    result = _be.break_even(sc, a, b, over=over, basis=basis, lo=lo, hi=hi, grid=grid)
-    common = dict(a=a, b=b, basis=basis, parameter=parameter, units=result.units,
-                  current=current, lo=result.lo, hi=result.hi, time_a_s=t_a, time_b_s=t_b)
+    lo, hi = rng
+    common = dict(a=a, b=b, basis=basis, parameter=parameter, units=_be.parameter_units(parameter),
+                  current=current, lo=lo, hi=hi, time_a_s=t_a, time_b_s=t_b)
     if t_a < t_b:
         return Change(required=current, ratio=1.0, status=ALREADY, **common)
-    xs = np.asarray(result.x).reshape(-1)
+    xs = np.asarray(c.x).reshape(-1)
     xs = xs[np.isfinite(xs)]
     if xs.size == 0:
         return Change(required=math.nan, ratio=math.nan, status=NONE_IN_RANGE, **common)
     # Nearest in ratio; a current value of 0 or inf (a [free] budget) is measured from the range's end.
-    anchor = min(max(current, result.lo), result.hi) if math.isfinite(current) and current > 0 else (
-        result.hi if current > 0 else result.lo)
+    anchor = min(max(current, lo), hi) if math.isfinite(current) and current > 0 else (
+        hi if current > 0 else lo)
     best = float(xs[np.argmin(np.abs(np.log(xs / anchor)))])
     ratio = best / current if math.isfinite(current) and current > 0 else math.nan
     return Change(required=best, ratio=ratio, status=FOUND, **common)

@@ -17,7 +17,9 @@ Public API (imported lazily, so dask workers that only run :func:`simulate` stay
 :func:`sweep` runs on a new dask ``LocalCluster`` by default; its worker processes import the
 calling script, so a script must call it under ``if __name__ == "__main__":``. With
 ``scheduler="inline"`` the runs go one after another in this process (no dask, no guard);
-``scheduler="tcp://host:8786"`` or a ``distributed.Client`` uses an existing cluster.
+``scheduler="processes"`` uses a plain pool of local processes (no dask; quick to start, for a
+few seconds' work); ``scheduler="tcp://host:8786"`` or a ``distributed.Client`` uses an existing
+cluster. :func:`events.runner.submit` starts a sweep's runs and returns at once.
 """
 
 from __future__ import annotations

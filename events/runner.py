@@ -1,4 +1,4 @@
-"""Engine runs over a labelled grid, in parallel on dask.distributed.
+"""Engine runs over a labelled grid, in parallel on dask.distributed or a pool of processes.
 
 :func:`sweep` takes the arguments of :func:`bandjax.sweep`, parsed by the same parser
 (:func:`bandjax.sweepargs.parse`: ``bandwidth`` in GB/s, ``enob``, ``budget`` in GFLOP/s with
@@ -7,12 +7,15 @@ scenario field by name), plus ``load`` and ``seed``, and labels its result the s
 line up with ``xr.align``. Each grid point is one run of :func:`events.engine.simulate`; runs go
 to a dask ``LocalCluster`` by default (a script that does so needs an
 ``if __name__ == "__main__":`` guard, as dask starts worker processes by importing it), to an
-existing scheduler given by address or ``distributed.Client``, or, with ``scheduler="inline"``,
-one after another in this process without dask.
+existing scheduler given by address or ``distributed.Client``, to a plain pool of local processes
+with ``scheduler="processes"`` (:func:`pool`; the same guard), or, with ``scheduler="inline"``,
+one after another in this process without dask. :func:`submit` starts a sweep's runs and returns
+at once, for this process to do other work meanwhile.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 
 import numpy as np
@@ -74,8 +77,10 @@ def sweep(scenario: Scenario | None = None, *, load=0.0, seed=0, steps: int = 40
       steps: training steps per run (>= 1).
       scheduler: None for a new ``LocalCluster`` of ``n_workers`` processes (call it under
         ``if __name__ == "__main__":`` in a script); an address ("tcp://host:8786") or a
-        ``distributed.Client`` to use an existing one; ``"inline"`` to run in this process
-        without dask (no worker processes, no guard needed).
+        ``distributed.Client`` to use an existing one; ``"processes"`` for a plain pool of
+        ``n_workers`` processes (:func:`pool`: no dask, quick to start; the same guard), or a
+        ``concurrent.futures`` executor; ``"inline"`` to run in this process without dask (no
+        worker processes, no guard needed).
       max_sim_s: bound on each run's simulated time, s.
       progress: show a progress bar of runs done.
       **grid: ``variant``, ``bandwidth`` (GB/s per directed link), ``enob``, ``budget``,
@@ -85,107 +90,135 @@ def sweep(scenario: Scenario | None = None, *, load=0.0, seed=0, steps: int = 40
     Returns:
       An ``xarray.Dataset`` of :data:`QUANTITIES`, each with ``attrs["units"]``.
     """
-    sc = reference() if scenario is None else scenario
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
-        raise ValueError(f"steps = {steps!r}: must be a whole number >= 1")
-    if steps > _limits.MAX_STEPS:
-        raise ValueError(f"steps = {steps}: at most {_limits.MAX_STEPS} steps a run "
-                         "(bandjax._limits.MAX_STEPS)")
-    g = parse(sc, **grid)
-    _whole_H(g.leaves)
-    axes = [(a.name, list(a.coords), a.attrs) for a in g.axes]
-    scalars = {k: (v, g.scalar_attrs.get(k, {})) for k, v in g.scalars.items()}
+    job = _Job(scenario, load, seed, steps, max_sim_s, grid)
+    return job.assemble(_execute(job.tasks, scheduler, n_workers, progress))
 
-    def add(dim, values, is_dim, coords):
-        if is_dim:
-            axes.append((dim, coords, COORD_ATTRS[dim]))
+
+class _Job:
+    """A sweep's runs, checked and planned before any starts (``tasks``: the arguments of
+    :func:`events.engine.run_summary`, in grid order), and :meth:`assemble`, which labels their
+    summaries."""
+
+    def __init__(self, scenario, load, seed, steps, max_sim_s, grid):
+        sc = reference() if scenario is None else scenario
+        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+            raise ValueError(f"steps = {steps!r}: must be a whole number >= 1")
+        if steps > _limits.MAX_STEPS:
+            raise ValueError(f"steps = {steps}: at most {_limits.MAX_STEPS} steps a run "
+                             "(bandjax._limits.MAX_STEPS)")
+        g = parse(sc, **grid)
+        _whole_H(g.leaves)
+        axes = [(a.name, list(a.coords), a.attrs) for a in g.axes]
+        scalars = {k: (v, g.scalar_attrs.get(k, {})) for k, v in g.scalars.items()}
+
+        def add(dim, values, is_dim, coords):
+            if is_dim:
+                axes.append((dim, coords, COORD_ATTRS[dim]))
+            else:
+                scalars[dim] = (coords[0], COORD_ATTRS[dim])
+
+        loads, load_dim = as_list("load", load)
+        for x in loads:
+            engine.check_run_args(x, steps)
+        add("load", loads, load_dim, [float(x) for x in loads])
+        seeds, seed_dim = as_list("seed", seed)
+        if len(seeds) > _limits.MAX_SEEDS:
+            raise ValueError(f"{len(seeds)} seeds: at most {_limits.MAX_SEEDS} a sweep "
+                             "(bandjax._limits.MAX_SEEDS)")
+        for s in seeds:
+            engine.check_run_args(0.0, steps, s)
+        add("seed", seeds, seed_dim, [int(s) for s in seeds])
+        if g.variant_is_dim:
+            axes.append(("variant", list(g.variants), COORD_ATTRS["variant"]))
         else:
-            scalars[dim] = (coords[0], COORD_ATTRS[dim])
+            scalars["variant"] = (g.variants[0], COORD_ATTRS["variant"])
 
-    loads, load_dim = as_list("load", load)
-    for x in loads:
-        engine.check_run_args(x, steps)
-    add("load", loads, load_dim, [float(x) for x in loads])
-    seeds, seed_dim = as_list("seed", seed)
-    if len(seeds) > _limits.MAX_SEEDS:
-        raise ValueError(f"{len(seeds)} seeds: at most {_limits.MAX_SEEDS} a sweep "
-                         "(bandjax._limits.MAX_SEEDS)")
-    for s in seeds:
-        engine.check_run_args(0.0, steps, s)
-    add("seed", seeds, seed_dim, [int(s) for s in seeds])
-    if g.variant_is_dim:
-        axes.append(("variant", list(g.variants), COORD_ATTRS["variant"]))
-    else:
-        scalars["variant"] = (g.variants[0], COORD_ATTRS["variant"])
+        shape = tuple(len(a[1]) for a in axes)
+        dims = [a[0] for a in axes]
+        runs = int(np.prod(shape)) if shape else 1
+        if runs > _limits.MAX_RUNS:
+            raise ValueError(f"the grid has {runs} runs ({' x '.join(map(str, shape))} over "
+                             f"{', '.join(dims)}): at most {_limits.MAX_RUNS} a sweep "
+                             "(bandjax._limits.MAX_RUNS)")
+        points = list(np.ndindex(*shape)) if shape else [()]
+        n_grid = len(g.axes)
+        leaves = {k: np.broadcast_to(v, g.shape) for k, v in g.leaves.items()}
+        tasks = []
+        events_total = 0.0
+        for idx in points:
+            coord = {dim: coords[i] for (dim, coords, _), i in zip(axes, idx)}
+            coord.update({k: v for k, (v, _) in scalars.items() if k not in coord})
+            at = idx[:n_grid]
+            plan = build(sc.replace(**{k: float(v[at]) for k, v in leaves.items()}),
+                         coord["variant"])
+            # every run is checked before any starts: a sweep fails at once, not after hours
+            events_total += engine.check_bounds(plan, float(coord["load"]), int(steps),
+                                                float(max_sim_s), _limits.MAX_EVENTS)["total"]
+            tasks.append((plan, float(coord["load"]), int(coord["seed"]), int(steps),
+                          float(max_sim_s)))
+        if events_total > _limits.MAX_EVENTS:
+            raise ValueError(f"the sweep's {runs} runs would simulate about {events_total:.3g} "
+                             f"link arrivals, over the bound of {_limits.MAX_EVENTS:.3g} "
+                             "(bandjax._limits.MAX_EVENTS); lower the steps, seeds or loads")
+        self.tasks, self.points, self.shape, self.dims = tasks, points, shape, dims
+        self.axes, self.scalars, self.g, self.sc, self.steps = axes, scalars, g, sc, steps
 
-    shape = tuple(len(a[1]) for a in axes)
-    dims = [a[0] for a in axes]
-    runs = int(np.prod(shape)) if shape else 1
-    if runs > _limits.MAX_RUNS:
-        raise ValueError(f"the grid has {runs} runs ({' x '.join(map(str, shape))} over "
-                         f"{', '.join(dims)}): at most {_limits.MAX_RUNS} a sweep "
-                         "(bandjax._limits.MAX_RUNS)")
-    points = list(np.ndindex(*shape)) if shape else [()]
-    n_grid = len(g.axes)
-    leaves = {k: np.broadcast_to(v, g.shape) for k, v in g.leaves.items()}
-    tasks = []
-    events_total = 0.0
-    for idx in points:
-        coord = {dim: coords[i] for (dim, coords, _), i in zip(axes, idx)}
-        coord.update({k: v for k, (v, _) in scalars.items() if k not in coord})
-        at = idx[:n_grid]
-        plan = build(sc.replace(**{k: float(v[at]) for k, v in leaves.items()}), coord["variant"])
-        # every run is checked before any starts: a sweep fails at once, not after hours
-        events_total += engine.check_bounds(plan, float(coord["load"]), int(steps),
-                                            float(max_sim_s), _limits.MAX_EVENTS)["total"]
-        tasks.append((plan, float(coord["load"]), int(coord["seed"]), int(steps), float(max_sim_s)))
-    if events_total > _limits.MAX_EVENTS:
-        raise ValueError(f"the sweep's {runs} runs would simulate about {events_total:.3g} link "
-                         f"arrivals, over the bound of {_limits.MAX_EVENTS:.3g} "
-                         "(bandjax._limits.MAX_EVENTS); lower the steps, seeds or loads")
-    results = _execute(tasks, scheduler, n_workers, progress)
+    def assemble(self, results: list) -> xr.Dataset:
+        """The dataset of the runs' summaries (``results``, in the order of ``tasks``)."""
+        points, shape, dims, axes, scalars, g, sc = (self.points, self.shape, self.dims, self.axes,
+                                                     self.scalars, self.g, self.sc)
+        steps = self.steps
 
-    data = {q: np.empty(shape if shape else ()) for q in QUANTITIES}
-    for idx, summary in zip(points, results):
-        for q, key in _SUMMARY.items():
-            data[q][idx] = summary[key]
-    coords: dict = {}
-    for dim, cvals, attrs in axes:
-        coords[dim] = xr.Variable(dim, np.asarray(cvals), attrs)
-    for dim, (cval, attrs) in scalars.items():
-        coords[dim] = xr.Variable((), cval, attrs)
-    if g.variant_is_dim:
-        coords["label"] = xr.Variable("variant", np.asarray([sc.variant(v).short for v in g.variants]))
-    for name, (cdims, values, attrs) in g.extra_coords.items():
-        coords[name] = xr.Variable(cdims, values, attrs)
-    ds = xr.Dataset({q: xr.Variable(dims, data[q], _ATTRS[q]) for q in QUANTITIES}, coords=coords)
-    ds.attrs.update({
-        "title": "bandjax shared-WAN event engine sweep",
-        "steps": int(steps),
-        "assumptions": "each directed WAN link in use (K on a ring, K(K-1) on a mesh) a FCFS link "
-                       "shared with other jobs' Poisson transfers "
-                       f"of {float(sc.background_B):g} B at load x capacity; the sync's bytes on "
-                       f"each link as {float(sc.wan_message_B):g} B messages one after another; "
-                       "d calibrated to the study's step times",
-    })
-    return ds
+        data = {q: np.empty(shape if shape else ()) for q in QUANTITIES}
+        for idx, summary in zip(points, results):
+            for q, key in _SUMMARY.items():
+                data[q][idx] = summary[key]
+        coords: dict = {}
+        for dim, cvals, attrs in axes:
+            coords[dim] = xr.Variable(dim, np.asarray(cvals), attrs)
+        for dim, (cval, attrs) in scalars.items():
+            coords[dim] = xr.Variable((), cval, attrs)
+        if g.variant_is_dim:
+            coords["label"] = xr.Variable("variant",
+                                          np.asarray([sc.variant(v).short for v in g.variants]))
+        for name, (cdims, values, attrs) in g.extra_coords.items():
+            coords[name] = xr.Variable(cdims, values, attrs)
+        ds = xr.Dataset({q: xr.Variable(dims, data[q], _ATTRS[q]) for q in QUANTITIES},
+                        coords=coords)
+        ds.attrs.update({
+            "title": "bandjax shared-WAN event engine sweep",
+            "steps": int(steps),
+            "assumptions": "each directed WAN link in use (K on a ring, K(K-1) on a mesh) a FCFS "
+                           "link shared with other jobs' Poisson transfers "
+                           f"of {float(sc.background_B):g} B at load x capacity; the sync's bytes "
+                           f"on each link as {float(sc.wan_message_B):g} B messages one after "
+                           "another; d calibrated to the study's step times",
+        })
+        return ds
 
 
 @contextlib.contextmanager
 def client(scheduler=None, n_workers: int = 2):
     """Where runs execute, for reuse across sweeps: yields a ``distributed.Client`` (a new
     ``LocalCluster`` of ``n_workers`` single-threaded processes when ``scheduler`` is None, or
-    the scheduler at an address such as "tcp://host:8786"), the given Client, or "inline"."""
+    the scheduler at an address such as "tcp://host:8786"), the given Client, a process pool of
+    ``n_workers`` for ``"processes"`` (:func:`pool`), or "inline"."""
     if scheduler == "inline":
         yield "inline"
+        return
+    if scheduler == "processes":
+        with pool(n_workers) as p:
+            yield p
+        return
+    if isinstance(scheduler, concurrent.futures.Executor):
+        yield scheduler
         return
     from distributed import Client, LocalCluster
 
     if isinstance(scheduler, Client):
         yield scheduler
     elif scheduler is None:
-        if isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1:
-            raise ValueError(f"n_workers = {n_workers!r}: must be a whole number >= 1")
+        _check_workers(n_workers)
         # ":0": the dashboard on any free port (None still asks for 8787 and warns when it is taken)
         from bandjax._io import children_ignore_interrupt
 
@@ -199,7 +232,39 @@ def client(scheduler=None, n_workers: int = 2):
             yield c
     else:
         raise ValueError(f"scheduler = {scheduler!r}: give None (a LocalCluster), a scheduler "
-                         "address such as 'tcp://host:8786', a distributed.Client, or 'inline'")
+                         "address such as 'tcp://host:8786', a distributed.Client, "
+                         "'processes' or 'inline'")
+
+
+def _check_workers(n_workers) -> None:
+    if isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1:
+        raise ValueError(f"n_workers = {n_workers!r}: must be a whole number >= 1")
+
+
+def _ignore_interrupt() -> None:
+    """A pool worker's start: a Ctrl-C at the terminal is the command's to answer."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def pool(n_workers: int = 2):
+    """A pool of ``n_workers`` local processes for engine runs, without dask: started in a
+    fraction of a second where a ``LocalCluster`` takes seconds, for sweeps of a few seconds'
+    work. Its processes are spawned (not forked: a process that has loaded jax must not fork) and
+    import only the engine; a script that uses it needs an ``if __name__ == "__main__":`` guard.
+    Pending runs are cancelled when the block is left."""
+    import multiprocessing
+
+    _check_workers(n_workers)
+    executor = concurrent.futures.ProcessPoolExecutor(
+        max_workers=n_workers, mp_context=multiprocessing.get_context("spawn"),
+        initializer=_ignore_interrupt)
+    try:
+        yield executor
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
 
 
 def connect(address: str, timeout_s: float | None = None):
@@ -237,20 +302,64 @@ async def _probe(address: str, timeout_s: float) -> None:
 
 def _execute(tasks: list, scheduler, n_workers: int, progress: bool) -> list[dict]:
     """Run every task, in order of ``tasks``; a progress bar counts runs done."""
-    with client(scheduler, n_workers) as c, \
-            tqdm(total=len(tasks), desc="shared-WAN runs", unit="run", disable=not progress) as bar:
-        if c == "inline":
-            out = []
-            for t in tasks:
+    with client(scheduler, n_workers) as c:
+        return _gather(_submit(tasks, c), len(tasks), progress)
+
+
+def _submit(tasks: list, where):
+    """Start ``tasks`` at ``where`` (a ``distributed.Client``, a ``concurrent.futures``
+    executor, or "inline": nothing starts yet): what :func:`_gather` waits for."""
+    if where == "inline":
+        return tasks
+    if isinstance(where, concurrent.futures.Executor):
+        from bandjax._io import children_ignore_interrupt
+
+        with children_ignore_interrupt():  # a pool starts its processes here: Ctrl-C is ours
+            return [where.submit(engine.run_summary, *t) for t in tasks]
+    return [where.submit(engine.run_summary, *t, pure=False) for t in tasks]
+
+
+def _gather(futures: list, total: int, progress: bool) -> list[dict]:
+    """The summaries of :func:`_submit`'s runs, in order; a progress bar counts runs done."""
+    with tqdm(total=total, desc="shared-WAN runs", unit="run", disable=not progress) as bar:
+        out: list = []
+        if futures and not hasattr(futures[0], "result"):  # inline: run them here, in order
+            for t in futures:
                 out.append(engine.run_summary(*t))
                 bar.update()
             return out
-        from distributed import as_completed
+        if not futures:
+            return out
+        out = [None] * len(futures)
+        if isinstance(futures[0], concurrent.futures.Future):
+            key, done = id, concurrent.futures.as_completed(futures)
+        else:
+            from distributed import as_completed
 
-        futures = [c.submit(engine.run_summary, *t, pure=False) for t in tasks]
-        index = {f.key: i for i, f in enumerate(futures)}
-        out: list = [None] * len(tasks)
-        for f in as_completed(futures):
-            out[index[f.key]] = f.result()
+            key, done = (lambda f: f.key), as_completed(futures)
+        index = {key(f): i for i, f in enumerate(futures)}
+        for f in done:
+            out[index[key(f)]] = f.result()
             bar.update()
         return out
+
+
+class Pending:
+    """A sweep started by :func:`submit`: :meth:`result` waits for its runs and gives the
+    dataset :func:`sweep` would give."""
+
+    def __init__(self, job: _Job, futures: list):
+        self._job, self._futures = job, futures
+
+    def result(self, progress: bool = True) -> xr.Dataset:
+        return self._job.assemble(_gather(self._futures, len(self._job.tasks), progress))
+
+
+def submit(where, scenario: Scenario | None = None, *, load=0.0, seed=0, steps: int = 400,
+           max_sim_s: float = engine.MAX_SIM_S, **grid) -> Pending:
+    """Start :func:`sweep`'s runs at ``where`` (what :func:`client` yields: a process pool, a
+    ``distributed.Client`` or "inline") and return at once, so this process can do other work
+    meanwhile; ``.result()`` waits for them. Arguments as in :func:`sweep`, checked before any
+    run starts (a ``ValueError`` here, as there). With "inline" the runs go in ``.result()``."""
+    job = _Job(scenario, load, seed, steps, max_sim_s, grid)
+    return Pending(job, _submit(job.tasks, where))

@@ -200,9 +200,9 @@ def test_the_report_entry_and_its_cell_state_the_tie():
     from bandjax.report.sections import breakeven as section
 
     sc = bandjax.reference().replace(overlap_fraction=1.0, params=1e8)
-    ps, c, _ = section._all_pairs(sc)
+    ps, c, _ = section._all_pairs(sc, [])  # at the scenario's budget alone
     p = ps.index(("band_gpu_allreduce", "band_gpu", None))
-    e = section._entry(*ps[p], c, p)
+    e = section._entry(*ps[p], c, (0, p))
     onset = ref.kinks_Bps(sc)[sc.ids.index("band_gpu")] / 1e9
     assert e["GBps"] == [] and e["status"] == "tie_over_interval"
     assert e["ties_GBps"][0][0] == pytest.approx(onset, rel=1e-9) and e["ties_GBps"][0][1] == 1000.0

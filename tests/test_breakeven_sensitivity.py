@@ -157,3 +157,25 @@ def test_inverse_none_in_range():
     c = inverse.smallest_change(REF, "E'", "C'", "optics_Sps", basis="exact")
     assert c.status == "none_in_range" and math.isnan(c.required)
     assert (c.lo, c.hi) == (3.5e9 / 100, 3.5e9 * 100)
+
+
+def test_inverse_searches_at_once_give_each_search_alone_bit_for_bit():
+    # smallest_changes runs every parameter's search in one compiled search (a select on the
+    # searched parameter); each must find what break_even over that parameter alone finds
+    sc = REF.replace(wan_Bps=2.5e9)
+    targets = [("E", "C", "hypothesis"), ("E'", "C'", "exact")]
+    names = ("optics_Sps", "budget_FLOPs", "wan_Bps", "steps_a")
+    changes = inverse.smallest_changes(sc, targets, names)
+    assert [(c.a, c.b, c.parameter) for c in changes] == [
+        (be.resolve_variant(a), be.resolve_variant(b), p) for a, b, _ in targets for p in names]
+    for c in changes:
+        alone = inverse.smallest_change(sc, c.a, c.b, c.parameter, basis=c.basis)
+        assert c.as_dict().keys() == alone.as_dict().keys()
+        for k, v in c.as_dict().items():
+            assert v == alone.as_dict()[k] or (v != v and alone.as_dict()[k] != alone.as_dict()[k]), k
+        over = {"wan_Bps": "bandwidth", "budget_FLOPs": "budget"}.get(c.parameter, c.parameter)
+        r = be.break_even(sc, c.a, c.b, over=over, basis=c.basis)
+        xs = np.asarray(r.x).reshape(-1)
+        if c.status == "found":
+            assert c.required in xs[np.isfinite(xs)].tolist()
+    assert {c.status for c in changes} >= {"found"}

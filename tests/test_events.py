@@ -290,6 +290,24 @@ def test_sweep_takes_bandjax_sweep_arguments_and_aligns():
     assert ds.dcs.attrs == cf.dcs.attrs and ds.topology.attrs == cf.topology.attrs
 
 
+def test_sweep_on_a_process_pool_gives_the_inline_runs_bit_for_bit():
+    import xarray as xr
+
+    from events.runner import client, submit
+
+    # seeded runs: where they run (a pool of spawned processes, or this one) changes nothing
+    grid = dict(load=[0.0, 0.5], seed=[0, 1], steps=6, bandwidth=[2.0, 12.5])
+    inline = events.sweep(scheduler="inline", progress=False, **grid)
+    pooled = events.sweep(scheduler="processes", n_workers=2, progress=False, **grid)
+    xr.testing.assert_identical(pooled, inline)
+    assert float(inline.wan_utilisation.sel(load=0.5).min()) > 0  # the background did run
+    with client("processes", 1) as where:
+        pending = submit(where, **grid)  # started; collected later
+        xr.testing.assert_identical(pending.result(progress=False), inline)
+    with pytest.raises(ValueError, match=r"n_workers = 0: must be a whole number >= 1"):
+        events.sweep(load=0.0, steps=1, scheduler="processes", n_workers=0, progress=False)
+
+
 @pytest.mark.parametrize("H,shown", [(1.5, "1.5"), ([1, 2.5], "2.5")])
 def test_sweep_H_must_be_whole(H, shown):
     with pytest.raises(ValueError, match=rf"H = {shown}: the event engine syncs every H steps, "

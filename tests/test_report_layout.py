@@ -123,3 +123,24 @@ def test_a_test_section_leaves_no_trace(fixture_section, reference_report):
     assert "fixture_steps" in common._TYPES
     typed = common.Results.of(reference_report[1])
     assert typed.fixture_steps is None and typed.to_json() == reference_report[1]
+
+
+def test_the_picker_finds_the_first_row_pick_finds():
+    import itertools
+
+    from bandjax.report.sections.common import ANY, Picker, pick
+
+    # rows hold a control's value or "*" (any value); the picker's index must give pick's first
+    rows = [{"enob": ANY, "budget": "free", "basis": "exact", "n": 0},
+            {"enob": "6", "budget": ANY, "basis": ANY, "n": 1},
+            {"enob": "6", "budget": "free", "basis": "exact", "n": 2},
+            {"enob": "7", "budget": "low", "basis": ANY, "n": 3}]
+    picker = Picker(rows)
+    seen = set()
+    for e, b, s in itertools.product(("6", "7", "8"), ("free", "low"), ("exact", "hypothesis")):
+        found = pick(rows, enob=e, budget=b, basis=s)
+        first = picker.first(enob=e, budget=b, basis=s)
+        assert first is (found[0] if found else None)
+        seen.add(None if first is None else first["n"])
+    assert seen == {None, 0, 1, 3}
+    assert picker.first(enob="7") is pick(rows, enob="7")[0] is rows[0]  # the plain scan

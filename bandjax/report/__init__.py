@@ -76,6 +76,28 @@ def build(scenario: Scenario | None = None, ctx: dict | None = None) -> dict:
     only, skip = ctx.get("only"), set(ctx.get("skip") or ())
     results: dict = {"schema_version": SCHEMA_VERSION}
     ctx["sections"] = Results(schema_version=SCHEMA_VERSION)  # read by later sections
+    chosen = [s for s in _current_sections()
+              if (only is None or s.KEY in only) and s.KEY not in skip]
+    ahead = [s for s in chosen if hasattr(s, "start")]
+    try:
+        for section in ahead:  # work in other processes, going on while the first sections build
+            try:
+                section.start(sc, ctx)
+            except (OSError, MemoryError):
+                raise
+            except Exception:  # noqa: BLE001 - its build meets the failure again and says why
+                pass
+        _build_sections(sc, ctx, results, only, skip)
+    finally:
+        for section in ahead:
+            section.close(ctx)
+    if ctx["sections"].explained:
+        results["explained"] = ctx["sections"].explained
+    return _json_ready(results)
+
+
+def _build_sections(sc: Scenario, ctx: dict, results: dict, only, skip) -> None:
+    """Each section of the report built, or explained, in order, into ``results``."""
     for section in _current_sections():
         key = section.KEY
         if (only is not None and key not in only) or key in skip:
@@ -97,9 +119,6 @@ def build(scenario: Scenario | None = None, ctx: dict | None = None) -> dict:
             ctx["sections"] = ctx["sections"].with_section(part)
             part = part.to_json()
         results.update(part)
-    if ctx["sections"].explained:
-        results["explained"] = ctx["sections"].explained
-    return _json_ready(results)
 
 
 def markdown(results: Results | dict) -> str:

@@ -23,6 +23,11 @@ A report part (results.json and results.md), optional:
     one pass of the closed forms through :func:`bandjax.report.passes.of`.
 ``markdown(results) -> str``
     its part of results.md, rendered from the typed :class:`~.common.Results` alone.
+``start(scenario, ctx)``, ``close(ctx)``
+    (optional) begin, before the report's first section, the work that needs nothing from the
+    sections before this one, in a thread (:func:`.common.start_ahead`) or in worker processes,
+    for ``build`` to collect; ``close`` drops what ``build`` did not collect (the report always
+    calls it). A section without them, or built alone, does its work in ``build``.
 ``LEAD = True``
     (optional) its markdown comes right after the title (the headline).
 

@@ -32,9 +32,10 @@ from ... import variants as _v
 from ...scenario import BASES, Scenario, resolve_budget
 from .. import constants as C
 from ..passes import enob_label, scenario_budget
-from .common import (ANY, CONTROLS, HEIGHT, WIDTH, Results, Section, View, _and, _conclude,
-                     _filter, _finish, _fitted, _hconcat_bases, _label_expr, _log_x, _num, _params,
-                     _sel, fmt_GBps, g3, pick, setting_key, setting_text, settings, short, variant,
+from .common import (ANY, CONTROLS, HEIGHT, WIDTH, Picker, Results, Section, View, _and,
+                     _conclude, _filter, _finish, _fitted, _hconcat_bases, _label_expr, _log_x,
+                     _num, _params, _sel, close_ahead, fmt_GBps, g3, pick, setting_key,
+                     setting_text, settings, short, start_ahead, take_ahead, variant,
                      variant_colors, variants)
 
 
@@ -135,23 +136,22 @@ def _budget_label(sc: Scenario) -> str:
     return "free" if math.isinf(value) else f"{value / 1e9:g} GFLOP/s"
 
 
-def _all_pairs(sc: Scenario, budgets=None):
-    """Crossings and elasticities of every pair at once (pairs on the last axis; budgets, when
-    given as FLOP/s, on the axis before it)."""
+def _all_pairs(sc: Scenario, budgets):
+    """Crossings of every pair at the scenario's own budget and at each of ``budgets`` (FLOP/s),
+    in one search (budgets on the axis before the pairs': the scenario's first), and the
+    elasticities of the crossings at the scenario's budget."""
     ps = pairs(sc)
     ia = np.array([sc.ids.index(a) for a, _, _ in ps])
     ib = np.array([sc.ids.index(b) for _, b, _ in ps])
     na = np.array([sc.steps_of(a, float(sc.enob), basis or "hypothesis") for a, _, basis in ps])
     nb = np.array([sc.steps_of(b, float(sc.enob), basis or "hypothesis") for _, b, basis in ps])
-    if budgets is not None:
-        sc = sc.replace(budget_FLOPs=np.asarray(budgets, dtype=float)[:, None])
+    every = np.asarray([float(sc.budget_FLOPs), *budgets], dtype=float)[:, None]
     lo, hi = (g * 1e9 for g in be.BANDWIDTH_RANGE_GBps)
-    c = be.all_bandwidth_crossings(sc, ia, ib, na, nb, lo, hi)
-    jac = None
-    if budgets is None:
-        jac = np.asarray(sens.crossing_elasticities(sc, ia, ib, na, nb, lo, hi,
-                                                    max_roots=c.x.shape[-1]))
-    return ps, jax.tree.map(np.asarray, c), jac
+    c = jax.tree.map(np.asarray, be.all_bandwidth_crossings(sc.replace(budget_FLOPs=every), ia, ib,
+                                                           na, nb, lo, hi))
+    jac = np.asarray(sens.crossing_elasticities(sc, ia, ib, na, nb, lo, hi,
+                                                max_roots=c.x.shape[-1]))
+    return ps, c, jac
 
 
 def _entry(a, b, basis, c, index) -> dict:
@@ -165,10 +165,40 @@ def _entry(a, b, basis, c, index) -> dict:
             "status": d["status"]}
 
 
+def start(scenario: Scenario, ctx: dict) -> None:
+    """Begin the searches that need nothing from the sections before this one
+    (:func:`.common.start_ahead`)."""
+    start_ahead(ctx, KEY, _searches, scenario)
+
+
+def close(ctx: dict) -> None:
+    close_ahead(ctx, KEY)
+
+
+def _searches(sc: Scenario) -> tuple:
+    """The section's searches that read the scenario alone: every pair's crossings (at each
+    budget) and their elasticities, the ENOB break-evens, the budget break-even."""
+    budgets = [resolve_budget(sc, label) for label in BUDGETS]
+    ps, cb, jac = _all_pairs(sc, budgets)
+    enob = []
+    dependent = _v.basis_dependent(sc.variants)
+    for a in (v.id for v in sc.variants if v.in_transit):
+        for b in (v.id for v in sc.variants if not v.in_transit):
+            for basis in (BASES if a in dependent else (None,)):
+                lowest = be.enob_break_even(sc, a, b, ENOB_GRID_GBps, basis=basis or "hypothesis")
+                enob.append({"a": a, "b": b, "basis": basis, "GBps": list(ENOB_GRID_GBps),
+                             "enob": [None if np.isnan(e) else float(e) for e in lowest]})
+    budget = be.budget_break_even(sc)
+    _, budget_elast = sens.budget_elasticities(sc)
+    return ps, cb, jac, enob, budget, budget_elast
+
+
 def build(scenario: Scenario, ctx: dict) -> BreakEvens:
     sc = scenario
     lo, hi = be.BANDWIDTH_RANGE_GBps
-    ps, c, jac = _all_pairs(sc)
+    started, found = take_ahead(ctx, KEY)
+    ps, cb, jac, enob, budget, budget_elast = found if started else _searches(sc)
+    c = jax.tree.map(lambda v: v[0], cb)  # at the scenario's budget
     energy = {n for n in be.PARAMETERS if sens._is_energy(n)}
     crossings, sensitivity = [], []
     for p, (a, b, basis) in enumerate(ps):
@@ -183,34 +213,19 @@ def build(scenario: Scenario, ctx: dict) -> BreakEvens:
                 "quantity": "bandwidth_break_even", "a": a, "b": b, "basis": basis, "GBps": x,
                 "elasticity": dict(sorted(values.items(), key=lambda kv: -abs(kv[1])))})
 
-    budgets = [resolve_budget(sc, label) for label in BUDGETS]
-    _, cb, _ = _all_pairs(sc, budgets)
     by_budget = []
     for p, (a, b, basis) in enumerate(ps):
         if sc.variant(a).module or sc.variant(b).module:
             for i, label in enumerate(BUDGETS):
-                by_budget.append({**_entry(a, b, basis, cb, (i, p)), "budget": label})
+                by_budget.append({**_entry(a, b, basis, cb, (i + 1, p)), "budget": label})
 
-    enob = []
-    dependent = _v.basis_dependent(sc.variants)
-    for a in (v.id for v in sc.variants if v.in_transit):
-        for b in (v.id for v in sc.variants if not v.in_transit):
-            for basis in (BASES if a in dependent else (None,)):
-                lowest = be.enob_break_even(sc, a, b, ENOB_GRID_GBps, basis=basis or "hypothesis")
-                enob.append({"a": a, "b": b, "basis": basis, "GBps": list(ENOB_GRID_GBps),
-                             "enob": [None if np.isnan(e) else float(e) for e in lowest]})
-
-    budget = be.budget_break_even(sc)
-    _, budget_elast = sens.budget_elasticities(sc)
+    budget = dict(budget)
     budget["elasticity"] = {n: v + 0.0 for n, v in sorted(budget_elast.items(), key=lambda kv: -abs(kv[1]))}
     sensitivity.append({"quantity": "budget_break_even", "GFLOPs": budget["numeric_GFLOPs"],
                         "elasticity": budget["elasticity"]})
 
-    inverse = []
-    for a, b, basis in inverse_pairs(sc, ctx):
-        for p in INVERSE_PARAMETERS:
-            c = inv.smallest_change(sc, a, b, p, basis=basis)
-            inverse.append({**c.as_dict(), "target_GBps": float(sc.wan_Bps) / 1e9})
+    inverse = [{**c.as_dict(), "target_GBps": float(sc.wan_Bps) / 1e9}
+               for c in inv.smallest_changes(sc, inverse_pairs(sc, ctx), INVERSE_PARAMETERS)]
 
     return BreakEvens(break_even_range_GBps=[lo, hi], break_even_GBps=crossings,
                       break_even_GBps_by_budget=by_budget, enob_break_even=enob,
@@ -365,15 +380,18 @@ def _ratio_rows(sc: Scenario, pairs, bandwidth: View) -> list[dict]:
     index: dict = {}
     for r in bandwidth.data["curves"]:
         index.setdefault((r["variant"], r["i"]), []).append(r)
+    index = {k: Picker(v) for k, v in index.items()}
+    none = Picker([])
+    every = settings(sc)
     rows = []
     for a, b in pairs:
         for i in range(len(bandwidth.data["grid_GBps"])):
-            for sel in settings(sc):
-                ra = pick(index.get((a, i), []), **sel)
-                rb = pick(index.get((b, i), []), **sel)
-                ta, tb = ra[0]["t_s"], rb[0]["t_s"]
+            for sel in every:
+                ra = index.get((a, i), none).first(**sel)
+                rb = index.get((b, i), none).first(**sel)
+                ta, tb = ra["t_s"], rb["t_s"]
                 rows.append({"pair": f"{short(a)} / {short(b)}", "first": short(a), "second": short(b),
-                             "i": i, "GBps": ra[0]["GBps"],
+                             "i": i, "GBps": ra["GBps"],
                              "ratio": _num(ta / tb, 5) if ta and tb else None, **sel})
     # drop rows repeated across controls the pair does not depend on
     return _collapse(rows, key=("pair", "i"), value="ratio")
@@ -410,13 +428,15 @@ def _crossings(sc: Scenario, results: Results, pairs, rows, grid) -> list[dict]:
             if g is not None:
                 out.append({"pair": pair, "first": short(e["a"]), "second": short(e["b"]),
                             "GBps": _num(g), "ratio": 1.0, "source": "root finder", **tag})
+    by_pair: dict = {}
+    for r in rows:
+        by_pair.setdefault(r["pair"], []).append(r)
     for a, b in pairs:
         pair = f"{short(a)} / {short(b)}"
         for at in settings(sc):
             if (pair, setting_key(at)) in covered:
                 continue
-            line = sorted((r for r in pick([r for r in rows if r["pair"] == pair], **at)),
-                          key=lambda r: r["i"])
+            line = sorted((r for r in pick(by_pair.get(pair, []), **at)), key=lambda r: r["i"])
             for r0, r1 in zip(line, line[1:]):
                 q0, q1 = r0["ratio"], r1["ratio"]
                 if q0 is None or q1 is None or not (q0 - 1) * (q1 - 1) < 0:

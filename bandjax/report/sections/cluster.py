@@ -29,7 +29,8 @@ from ..constants import BANDWIDTH_RANGE_GBps
 from .breakeven import compared_pairs
 from .common import (ANY, HEIGHT, PADDING_PX, WIDTH, Results, Section, View, _basis_filter,
                      _conclude_by_basis, _finish, _label_expr, _num, _params, _sel, _variant_color,
-                     fmt_GBps, fmt_s, g3, setting_text, short, variant_colors)
+                     close_ahead, fmt_GBps, fmt_s, g3, setting_text, short, start_ahead,
+                     take_ahead, variant_colors)
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,9 @@ def _crossings(sc: Scenario, dcs: list[int]) -> list[dict]:
     return out
 
 
-def compute(sc: Scenario, sw: passes.Sweeps) -> Cluster:
+def compute(sc: Scenario, sw: passes.Sweeps, crossings: tuple | None = None) -> Cluster:
+    """The section from the report's pass; ``crossings``: (dcs, :func:`_crossings` over them),
+    found ahead."""
     ds = sw.cluster.transpose("dcs", "topology", "basis", "variant")
     dcs = [int(k) for k in ds.dcs.values]
     t = np.asarray(ds.time_to_target_s)
@@ -112,7 +115,8 @@ def compute(sc: Scenario, sw: passes.Sweeps) -> Cluster:
     winner = {basis: [[sc.ids[int(best[i, k, j])] if np.isfinite(masked[i, k, j]).any() else None
                        for k in range(len(C.TOPOLOGIES))] for i in range(len(dcs))]
               for j, basis in enumerate(BASES)}
-    crossings = _crossings(sc, dcs)
+    found = crossings is not None and crossings[0] == dcs
+    crossings = crossings[1] if found else _crossings(sc, dcs)
     cl = Cluster(dcs=dcs, topologies=list(C.TOPOLOGIES),
                  wan_GBps=float(sc.wan_Bps) / 1e9, latency_ms=float(sc.wan_latency_s) * 1e3,
                  time_to_target_s=times, winner=winner, break_even_GBps=crossings, conclusions=[],
@@ -202,8 +206,20 @@ def conclusions(sc: Scenario, cl: Cluster) -> list[str]:
     return words
 
 
+def start(sc: Scenario, ctx: dict) -> None:
+    """Begin the break-evens over K and topology, which read the scenario alone
+    (:func:`.common.start_ahead`)."""
+    dcs = [int(k) for k in passes.cluster_dcs(sc)]
+    start_ahead(ctx, KEY, lambda: (dcs, _crossings(sc, dcs)))
+
+
+def close(ctx: dict) -> None:
+    close_ahead(ctx, KEY)
+
+
 def build(sc: Scenario, ctx: dict) -> Cluster:
-    return compute(sc, passes.of(sc, ctx))
+    started, crossings = take_ahead(ctx, KEY)
+    return compute(sc, passes.of(sc, ctx), crossings if started else None)
 
 
 def _fmt(xs) -> str:

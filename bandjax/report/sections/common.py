@@ -44,6 +44,41 @@ from ..constants import STATUS
 from ..passes import budget_options, enob_label, scenario_budget
 
 
+# ------------------------------------------------------------------- work started ahead
+
+def start_ahead(ctx: dict, key: str, fn, *args) -> None:
+    """Run ``fn(*args)`` in a thread of its own from now on, for :func:`take_ahead` to collect:
+    a section's ``start`` hook (called before the report's first section) uses it for work that
+    needs nothing from the sections before it. XLA compiles outside Python's lock, so a report
+    compiles on both cores where it would compile on one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    close_ahead(ctx, key)
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"report-{key}")
+    ctx.setdefault("ahead", {})[key] = (executor, executor.submit(fn, *args))
+
+
+def take_ahead(ctx: dict, key: str):
+    """(True, what ``fn`` returned) for work :func:`start_ahead` began (its exception raised
+    here), or (False, None) where none was started."""
+    started = ctx.get("ahead", {}).pop(key, None)
+    if started is None:
+        return False, None
+    executor, future = started
+    try:
+        return True, future.result()
+    finally:
+        executor.shutdown(wait=False)
+
+
+def close_ahead(ctx: dict, key: str) -> None:
+    """Drop work :func:`start_ahead` began and :func:`take_ahead` did not collect (the report
+    ended first): not started yet, it never starts; running, it finishes in its thread."""
+    started = ctx.get("ahead", {}).pop(key, None)
+    if started is not None:
+        started[0].shutdown(wait=False, cancel_futures=True)
+
+
 class Section:
     """What every section shares: its results key, and its JSON both ways.
 
@@ -480,6 +515,26 @@ def pick(rows, **sel) -> list[dict]:
         if all(r.get(k) in (v, ANY) if k in CONTROLS else r.get(k) == v for k, v in sel.items()):
             out.append(r)
     return out
+
+
+class Picker:
+    """:func:`pick` over the same rows many times: ``first(**sel)`` is ``pick(rows, **sel)[0]``
+    (None where none matches) for ``sel`` naming every control, from an index of the rows by
+    their controls' values (a row holding ``"*"`` matches any value) built once."""
+
+    def __init__(self, rows):
+        self._rows = list(rows)
+        self._index: dict = {}
+        for n, r in enumerate(self._rows):
+            self._index.setdefault(tuple(r.get(c) for c in CONTROLS), n)
+
+    def first(self, **sel):
+        if set(sel) != set(CONTROLS):  # not every control named: the plain scan
+            found = pick(self._rows, **sel)
+            return found[0] if found else None
+        at = [n for key in itertools.product(*((sel[c], ANY) for c in CONTROLS))
+              if (n := self._index.get(key)) is not None]
+        return self._rows[min(at)] if at else None
 
 
 def _at(sc: Scenario, basis: str = "hypothesis") -> dict:

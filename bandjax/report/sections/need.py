@@ -30,8 +30,8 @@ from ...scenario import Scenario
 from ...variants import METHODS, Variant
 from .. import constants as C
 from ..passes import budget_options, enob_label, scenario_budget
-from .common import (HEIGHT, WIDTH, Results, Section, View, _and, _finish, _num, g3, legend_name,
-                     variant_colors)
+from .common import (HEIGHT, WIDTH, Results, Section, View, _and, _finish, _num, close_ahead,
+                     g3, legend_name, start_ahead, take_ahead, variant_colors)
 
 KEY = "need"
 TITLE = "What bandwidth each method needs"
@@ -89,10 +89,24 @@ def _setting(sc: Scenario) -> str:
             f"{float(sc.overlap_fraction):.3g}")
 
 
+def start(sc: Scenario, ctx: dict) -> None:
+    """Begin the section, which reads the scenario alone (:func:`.common.start_ahead`)."""
+    start_ahead(ctx, KEY, _build, sc)
+
+
+def close(ctx: dict) -> None:
+    close_ahead(ctx, KEY)
+
+
 def build(sc: Scenario, ctx: dict) -> Need:
     """One sweep of compute utilisation over the bandwidth grid (with the scenario's bandwidth in
     it) and one :func:`bandjax.required_bandwidth` call, over the scenario's variants and the
-    methods pack."""
+    methods pack (begun by :func:`start`, where the report called it)."""
+    started, built = take_ahead(ctx, KEY)
+    return built if started else _build(sc)
+
+
+def _build(sc: Scenario) -> Need:
     full = sc.with_variants(pack(sc))
     lo, hi = C.BANDWIDTH_RANGE_GBps
     decades = math.log10(hi / lo)

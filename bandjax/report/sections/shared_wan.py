@@ -35,7 +35,7 @@ from ... import links as _links
 from ... import variants as _v
 from ...scenario import Scenario
 from .common import (HEIGHT, PADDING_PX, WIDTH, Results, Section, View, _finish, _num,
-                     _variant_color, short)
+                     _variant_color, close_ahead, short, start_ahead, take_ahead)
 
 
 @dataclass(frozen=True)
@@ -291,26 +291,48 @@ def cluster_text(sc: Scenario) -> str:
 def ci95(samples) -> tuple[float, float]:
     """Student-t 95% interval of the mean: mean -/+ t(0.975, n-1) s / sqrt(n); NaN for one
     sample, which has no interval."""
-    from scipy.stats import t
+    from scipy.special import stdtrit  # the t quantile (scipy.stats.t.ppf), without scipy.stats
 
     x = np.asarray(samples, dtype=float)
     if x.size < 2:
         return math.nan, math.nan
-    half = float(t.ppf(0.975, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
+    half = float(stdtrit(x.size - 1, 0.975) * x.std(ddof=1) / math.sqrt(x.size))
     return float(x.mean() - half), float(x.mean() + half)
 
 
-def build(scenario: Scenario, ctx: dict) -> SharedWan:
-    """Engine runs and the approximation for ``scenario``, sized to the budget first
-    (:func:`size_runs`); see the module docstring."""
-    import events
-    import jax.numpy as jnp
-    from events.engine import TRACE_STEPS, estimate_events
-    from events.plan import build as plan_of, sync_every
+POOL_MAX_S = 60.0
+"""Planned seconds of engine work a worker (:func:`size_runs`) up to which the section's runs go to
+a plain process pool (:func:`events.runner.pool`, started in a fraction of a second) rather than a
+dask ``LocalCluster`` (seconds to start); with the default scheduler."""
 
-    from ...queueing import (ACCURACY_BY_CLUSTER, ACCURACY_UP_TO_SPLIT_BY_CLUSTER, SPLIT_LOAD,
-                             accuracy, shared_wan_step_s)
-    from ...step import step_s
+_STARTED = "shared_wan_started"  # ctx key of the runs started ahead by :func:`start`
+
+
+def start(scenario: Scenario, ctx: dict) -> None:
+    """Size the section's engine runs and start them in worker processes, returning at once: the
+    report calls this before its first section, so that the runs go on while this process
+    computes the sections before this one; :func:`build` then collects them (and :func:`close`
+    stops them where the report ends first)."""
+    close(ctx)
+    ctx[_STARTED] = _start(scenario, ctx)
+
+
+def close(ctx: dict) -> None:
+    """Stop the runs :func:`start` began and their workers, if :func:`build` has not."""
+    close_ahead(ctx, KEY)
+    started = ctx.pop(_STARTED, None)
+    if started is not None:
+        started["stack"].close()
+
+
+def _start(scenario: Scenario, ctx: dict) -> dict:
+    """The sized runs of :func:`build`, submitted: what the runs need and what they tell."""
+    import contextlib
+
+    import events
+    from events.engine import estimate_events
+    from events.plan import build as plan_of, sync_every
+    from events.runner import submit
 
     o = _options(ctx)
     scenario = with_cluster(scenario, o["dcs"], o["topology"])
@@ -321,25 +343,75 @@ def build(scenario: Scenario, ctx: dict) -> SharedWan:
     ids = list(scenario.ids)
     sized = size_runs(scenario, ids, loads, int(o["seeds"]), int(o["steps"]),
                       float(o["budget_s"]), workers)
-    notes = list(sized["notes"])
-    left_out = LINKS_DIFFER if _links.differ(scenario) else None
     at_m = scenario.replace(wan_message_B=sized["message_B"])  # the scenario the engine runs
     run_loads, seeds = sized["loads"], list(range(sized["seeds"]))
-    runs = load0 = None
     # load 0 over bandwidths: a few messages a link (the step does not depend on their size there)
     load0_sc = scenario.replace(wan_message_B=max(
         sized["message_B"], max(plan_of(scenario, v).wan_B for v in ids) / 16))
     load0_sim = max(estimate_events(plan_of(load0_sc.replace(wan_Bps=g * 1e9), v), 0.0, 2 * H,
                                     math.inf)["sim_s"] for g in LOAD0_GBPS for v in ids)
+    # the closed-form approximation meanwhile, in a thread (its first call is mostly compiling)
+    start_ahead(ctx, KEY, _approximations, scenario, at_m, loads)
+    scheduler = o["scheduler"]
+    if scheduler is None and sized["estimated_s"] <= POOL_MAX_S:
+        scheduler = "processes"
+    st = {"o": o, "scenario": scenario, "loads": loads, "ids": ids, "sized": sized,
+          "at_m": at_m, "run_loads": run_loads, "seeds": seeds,
+          "stack": contextlib.ExitStack(), "runs": None, "load0": None, "error": None}
     try:
-        with events.client(o["scheduler"], o["n_workers"]) as where:
-            if run_loads:
-                runs = events.sweep(at_m, load=run_loads, seed=seeds, steps=sized["steps"],
-                                    scheduler=where, progress=o["progress"],
-                                    max_sim_s=sized["max_sim_s"])
-            load0 = events.sweep(load0_sc, load=0.0, seed=0, bandwidth=list(LOAD0_GBPS),
-                                 steps=2 * H, scheduler=where, progress=o["progress"],
-                                 max_sim_s=max(events.MAX_SIM_S, 4 * load0_sim))
+        where = st["stack"].enter_context(events.client(scheduler, o["n_workers"]))
+        if run_loads:
+            st["runs"] = submit(where, at_m, load=run_loads, seed=seeds,
+                                              steps=sized["steps"], max_sim_s=sized["max_sim_s"])
+        st["load0"] = submit(where, load0_sc, load=0.0, seed=0,
+                                           bandwidth=list(LOAD0_GBPS), steps=2 * H,
+                                           max_sim_s=max(events.MAX_SIM_S, 4 * load0_sim))
+    except (ValueError, RuntimeError) as e:  # a bound the estimate missed: told by build
+        st["stack"].close()
+        st["error"] = e
+    except BaseException:
+        st["stack"].close()
+        raise
+    return st
+
+
+def _approximations(scenario: Scenario, at_m: Scenario, loads: list) -> tuple:
+    """The queueing approximation's steps (ms, (load, variant)) for the scenario and for the one
+    the engine runs (its message size); (None, None) where the links differ."""
+    import jax.numpy as jnp
+
+    from ...queueing import shared_wan_step_s
+
+    if _links.differ(scenario):
+        return None, None
+    return (np.asarray(shared_wan_step_s(scenario, jnp.asarray(loads))) * 1e3,
+            np.asarray(shared_wan_step_s(at_m, jnp.asarray(loads))) * 1e3)
+
+
+def build(scenario: Scenario, ctx: dict) -> SharedWan:
+    """Engine runs and the approximation for ``scenario``, sized to the budget first
+    (:func:`size_runs`); see the module docstring. Runs that :func:`start` began are collected."""
+    import events
+    from events.engine import TRACE_STEPS, estimate_events
+    from events.plan import build as plan_of
+
+    from ...queueing import (ACCURACY_BY_CLUSTER, ACCURACY_UP_TO_SPLIT_BY_CLUSTER, SPLIT_LOAD,
+                             accuracy)
+    from ...step import step_s
+
+    st = ctx.pop(_STARTED, None) or _start(scenario, ctx)
+    o, scenario, loads, ids = st["o"], st["scenario"], st["loads"], st["ids"]
+    sized, at_m, run_loads, seeds = st["sized"], st["at_m"], st["run_loads"], st["seeds"]
+    notes = list(sized["notes"])
+    left_out = LINKS_DIFFER if _links.differ(scenario) else None
+    runs = load0 = None
+    try:
+        with st["stack"]:
+            if st["error"] is not None:
+                raise st["error"]
+            if st["runs"] is not None:
+                runs = st["runs"].result(progress=o["progress"])
+            load0 = st["load0"].result(progress=o["progress"])
     except (ValueError, RuntimeError) as e:  # a bound the estimate missed: the approximation
         notes.append(f"The engine's runs stopped ({e}); " + (
             "the queueing approximation assumes identical links, so no step is shown."
@@ -348,10 +420,7 @@ def build(scenario: Scenario, ctx: dict) -> SharedWan:
         sized = {**sized, "approx_loads": [] if left_out else sorted(
             set(sized["approx_loads"]) | set(run_loads)), "loads": []}
         run_loads = []
-    approx = approx_m = None
-    if not left_out:
-        approx = np.asarray(shared_wan_step_s(scenario, jnp.asarray(loads))) * 1e3
-        approx_m = np.asarray(shared_wan_step_s(at_m, jnp.asarray(loads))) * 1e3
+    approx, approx_m = take_ahead(ctx, KEY)[1]
     closed_ms = np.asarray(step_s(scenario)) * 1e3  # the load-0 step: the engine equals it there
     if approx is not None and sized["message_B"] > sized["scenario_message_B"]:
         cost = float(np.max(np.abs(approx_m / approx - 1)))
