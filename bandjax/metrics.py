@@ -12,7 +12,8 @@ import numpy as np
 
 from . import links as _links
 from .scenario import Scenario
-from .step import col, pacing_link_index, step_parts_s, step_s, sum_parts, sync_method, traffic_B
+from .step import (col, fragment_parts_s, pacing_link_index, step_parts_s, step_s, sum_parts,
+                   sync_method, traffic_B)
 
 ENERGY_PARTS = ("compute", "network", "modules")
 
@@ -51,15 +52,20 @@ def pacing_links(sc: Scenario) -> dict[str, tuple[str, str]]:
     return {vid: (names[pairs[k][0]], names[pairs[k][1]]) for vid, k in zip(sc.ids, index.tolist())}
 
 
-def energy_parts_J(sc: Scenario, step_s) -> tuple:
+def energy_parts_J(sc: Scenario, step_s, *, traffic=None, method=None) -> tuple:
     """The columns of :func:`energy_per_step_J` as separate broadcastable arrays, in
-    :data:`ENERGY_PARTS` order (so their total needs no stacked array)."""
+    :data:`ENERGY_PARTS` order (so their total needs no stacked array).
+
+    ``traffic`` (:func:`bandjax.step.traffic_B`'s) and ``method``
+    (:func:`bandjax.step.sync_method`'s): of ``sc``, where the caller already has them; each None
+    is computed here."""
     N = col(sc.dcs * sc.workers_per_dc)
-    t = traffic_B(sc)
+    t = traffic_B(sc) if traffic is None else traffic
+    m = sync_method(sc) if method is None else method
     flops = sc.flops_per_param_token * sc.active * sc.tokens_per_worker
     compute = N * (col(sc.gpu_static_W) * step_s + col(sc.gpu_J_per_FLOP * flops))
     network = (8 * N * (t.port_B + t.qsfp_B) * col(sc.link_J_per_bit)
-               + 8 * t.links * t.wan_B * col(sc.wan_J_per_bit)) / sync_method(sc).H
+               + 8 * t.links * t.wan_B * col(sc.wan_J_per_bit)) / m.H
     has_module = jnp.array([v.module for v in sc.variants])
     modules = jnp.where(has_module, N * col(sc.module_W) * step_s, 0.0)
     return compute, network, modules
@@ -82,16 +88,18 @@ def energy_per_step_J(sc: Scenario, step_s):
     return jnp.stack(jnp.broadcast_arrays(*energy_parts_J(sc, step_s)), axis=-1)
 
 
-def bytes_per_worker_B(sc: Scenario):
+def bytes_per_worker_B(sc: Scenario, *, traffic=None, method=None):
     """What one worker sends per step (a sync's bytes / H): its port and module-port traffic plus
-    its own WAN shard."""
-    t = traffic_B(sc)
-    return (t.port_B + t.qsfp_B + t.own_wan_B) / sync_method(sc).H
+    its own WAN shard. ``traffic`` and ``method``: as in :func:`energy_parts_J`."""
+    t = traffic_B(sc) if traffic is None else traffic
+    return (t.port_B + t.qsfp_B + t.own_wan_B) / (sync_method(sc) if method is None else method).H
 
 
-def wan_link_B(sc: Scenario):
-    """Bytes on each directed WAN link in use per step (a sync's bytes / H)."""
-    return traffic_B(sc).wan_B / sync_method(sc).H
+def wan_link_B(sc: Scenario, *, traffic=None, method=None):
+    """Bytes on each directed WAN link in use per step (a sync's bytes / H). ``traffic`` and
+    ``method``: as in :func:`energy_parts_J`."""
+    t = traffic_B(sc) if traffic is None else traffic
+    return t.wan_B / (sync_method(sc) if method is None else method).H
 
 
 def evaluate(sc: Scenario, steps):
@@ -102,11 +110,19 @@ def evaluate(sc: Scenario, steps):
     ``comm_s``, ``compute_utilisation``, ``time_to_target_s``, ``bytes_per_worker_B``, ``wan_B``
     (..., variant),
     ``energy_J`` (..., variant, part) and ``energy_to_target_J`` (..., variant).
+
+    Every variant's traffic (:func:`bandjax.step.traffic_B`), the syncing method and one fragment
+    sync's terms are built once here and handed to the functions that use them, so a trace runs
+    each formula once.
     """
-    parts = step_parts_s(sc)
-    step = jnp.broadcast_to(step_s(sc), jnp.broadcast_shapes(*(jnp.shape(p) for p in parts)))
+    t = traffic_B(sc)
+    m = sync_method(sc)
+    frag = fragment_parts_s(sc, method=m, traffic=t)
+    parts = step_parts_s(sc, method=m, frag=frag)
+    step = jnp.broadcast_to(step_s(sc, method=m, frag=frag),
+                            jnp.broadcast_shapes(*(jnp.shape(p) for p in parts)))
     terms = jnp.stack(jnp.broadcast_arrays(*parts), axis=-1)
-    energy = energy_parts_J(sc, step)
+    energy = energy_parts_J(sc, step, traffic=t, method=m)
     total = sum_parts(energy)
     gpu = jnp.broadcast_to(parts[0], step.shape)
     return {
@@ -116,8 +132,8 @@ def evaluate(sc: Scenario, steps):
         "comm_s": step - gpu,
         "compute_utilisation": gpu / step,
         "time_to_target_s": steps * step,
-        "bytes_per_worker_B": bytes_per_worker_B(sc),
-        "wan_B": wan_link_B(sc),
+        "bytes_per_worker_B": bytes_per_worker_B(sc, traffic=t, method=m),
+        "wan_B": wan_link_B(sc, traffic=t, method=m),
         "energy_J": jnp.stack(jnp.broadcast_arrays(*energy), axis=-1),
         "energy_to_target_J": steps * total,
     }

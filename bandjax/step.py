@@ -181,11 +181,13 @@ def pacing_link_index(sc: Scenario):
     return jnp.where(col(sc.topology) == 1, mesh, ring)
 
 
-def comm_parts_s(sc: Scenario, fragments=1) -> tuple:
+def comm_parts_s(sc: Scenario, fragments=1, *, traffic: _v.Traffic | None = None) -> tuple:
     """The communication terms of ONE sync of every variant (all but c), in :data:`COMPONENTS`
     order from ``module_port`` on (docs/model.md sections 5, 13 and 15; sections 9 and 14 apply
     the rounds in :func:`step_parts_s`). ``fragments``: as in :func:`wan_terms_s` (which mesh
-    pair binds a fragment sync); :func:`fragment_parts_s` passes each variant's F.
+    pair binds a fragment sync); :func:`fragment_parts_s` passes each variant's F. ``traffic``:
+    :func:`traffic_B`'s of ``sc``, where the caller already has it (computed here when None), so
+    that one evaluation builds every variant's traffic once.
 
     Each is broadcastable to (..., variant) but not broadcast: on an outer-product grid most terms
     depend on one axis only, so sums of these stay one fused pass over the grid instead of a
@@ -194,7 +196,7 @@ def comm_parts_s(sc: Scenario, fragments=1) -> tuple:
         module (binding stage only) | qsfp bytes / qsfp port | port bytes / port |
         WAN bytes per link / B | hops x latency | d      (the WAN: :func:`wan_terms_s`)
     """
-    t = traffic_B(sc)
+    t = traffic_B(sc) if traffic is None else traffic
     wan, wan_latency = wan_terms_s(sc, t, fragments)
     stages = module_stages_s(sc)
     module_parts = jnp.where(binding_stage(stages), stages, 0.0)  # (..., stage)
@@ -247,11 +249,16 @@ def _zeros(x) -> bool:
     return isinstance(x, (np.ndarray, np.number, float, int)) and bool(np.all(np.asarray(x) == 0))
 
 
-def fragment_parts_s(sc: Scenario, parts=None, method: Method | None = None) -> tuple:
+def fragment_parts_s(sc: Scenario, parts=None, method: Method | None = None, *,
+                     traffic: _v.Traffic | None = None) -> tuple:
     """The terms of one fragment's sync: :func:`comm_parts_s` with the byte terms divided by F
-    (:data:`BYTE_COMPONENTS`); latency and d in full."""
+    (:data:`BYTE_COMPONENTS`); latency and d in full.
+
+    ``parts`` (:func:`comm_parts_s`'s), ``method`` (:func:`sync_method`'s) and ``traffic``
+    (:func:`traffic_B`'s): of ``sc``, where the caller already has them; each None is computed
+    here."""
     F = (sync_method(sc) if method is None else method).fragments
-    parts = comm_parts_s(sc, F) if parts is None else parts
+    parts = comm_parts_s(sc, F, traffic=traffic) if parts is None else parts
     # Every term is divided (by 1 where it is paid in full), by values XLA cannot fold away: the
     # sums below then compile the same way whatever the grid's shape, so a chunked winner map
     # equals the whole one bit for bit.
@@ -279,13 +286,17 @@ def rounds_step_s(c, comm_frag, overlap, m: Method):
     return c + (exposed if _ones(m.fragments) else m.fragments * exposed) / m.H
 
 
-def step_parts_s(sc: Scenario) -> tuple:
+def step_parts_s(sc: Scenario, *, method: Method | None = None, frag=None) -> tuple:
     """(c, *communication terms): the terms of :func:`step_terms_s`, the communication ones
     scaled by their exposed share, so they sum to the step (:func:`comm_parts_s` for one sync's).
+
+    ``method`` (:func:`sync_method`'s) and ``frag`` (:func:`fragment_parts_s`'s): of ``sc``, where
+    the caller already has them (as :func:`bandjax.metrics.evaluate` does); each None is computed
+    here.
     """
     c = col(sc.gpu_compute_s)
-    m = sync_method(sc)
-    frag = fragment_parts_s(sc, method=m)
+    m = sync_method(sc) if method is None else method
+    frag = fragment_parts_s(sc, method=m) if frag is None else frag
     total = sum_parts(frag)
     exposed = exposed_s(c, total, col(sc.overlap_fraction), m.delay)
     # Hot spots split the exposed communication over its terms in proportion.
@@ -361,12 +372,15 @@ def sum_parts(parts):
     return jnp.broadcast_to(total, shape)
 
 
-def step_s(sc: Scenario):
+def step_s(sc: Scenario, *, method: Method | None = None, frag=None):
     """Step time of every variant, shape (..., variant), s: c + F max(0, comm_frag - (f + tau) c) / H,
-    comm_frag = one sync's byte terms / F + latency + d (docs/model.md section 14)."""
+    comm_frag = one sync's byte terms / F + latency + d (docs/model.md section 14).
+
+    ``method`` and ``frag``: as in :func:`step_parts_s` (None: computed here)."""
     c = col(sc.gpu_compute_s)
-    m = sync_method(sc)
-    return rounds_step_s(c, sum_parts(fragment_parts_s(sc, method=m)), col(sc.overlap_fraction), m)
+    m = sync_method(sc) if method is None else method
+    frag = fragment_parts_s(sc, method=m) if frag is None else frag
+    return rounds_step_s(c, sum_parts(frag), col(sc.overlap_fraction), m)
 
 
 def compute_utilisation(sc: Scenario):
