@@ -513,7 +513,7 @@ class Scenario:
         # a variant of the same id is replaced where it stands (the variant axis keeps its order)
         registry = (tuple(v if u.id == v.id else u for u in self.variants) if v.id in self.ids
                     else self.variants + (v,))
-        _variants.check_registry(registry)
+        _variants.check_registry(registry, added=v)
         check_methods((v,), self.sync_every_H)
         fixed = {**self.fixed_s, v.id: v.d_s if d_s is None else d_s}
         _check_fixed(dataclasses.replace(self, variants=registry, fixed_s=fixed))
@@ -919,7 +919,6 @@ def _registry_from_toml(table: dict) -> tuple[Variant, ...]:
     out = tuple(registry.values())
     try:
         _variants.check_registry(out)
-        _variants.check_shorts(out)
     except ValueError as e:
         raise ScenarioError(f"[{VARIANTS_SECTION}] {e}") from None
     return out

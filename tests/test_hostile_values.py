@@ -124,6 +124,36 @@ def test_variant_values(kw, names):
     refused(lambda: bj.Variant(**args), *names)
 
 
+@pytest.mark.parametrize("short,owner", [("E", "band_pluggable"), ("e", "band_pluggable"),
+                                          ("E'", "band_switch"), (" AdamW", "adamw")])
+def test_short_label_of_another_variant_is_refused(short, owner):
+    """A short label another variant has (in any case: a variant is found by it in any case) is
+    refused through every door of the Python API, naming the new variant, the label and the
+    variant that has it; the scenario file already refuses it."""
+    mine = bj.Variant("mine", "mine", short, **MINE)
+    for door in (lambda: SC.with_variant(mine), lambda: SC.with_variants([mine]),
+                 lambda: SC.replace(variants=SC.variants + (mine,))):
+        refused(door, "variant 'mine'", f"short = {short!r}", f"variant {owner!r}")
+    # renaming a variant in place to another's label names the renamed one
+    import dataclasses
+
+    renamed = dataclasses.replace(SC.variant("adamw"), short=short)
+    if owner != "adamw":
+        refused(lambda: SC.with_variant(renamed), "variant 'adamw'", f"variant {owner!r}")
+    # two new variants with one label: the second is named
+    twins = [bj.Variant("a1", "a1", "Z", **MINE), bj.Variant("a2", "a2", "z", **MINE)]
+    refused(lambda: SC.with_variants(twins), "variant 'a2'", "short = 'z'", "variant 'a1'")
+    # a variant replaced by id keeps its own label, and a label of its own is accepted
+    assert SC.with_variant(SC.variant("adamw")).variants == SC.variants
+    assert SC.with_variant(bj.Variant("mine", "mine", "Mine", **MINE)).variant("mine").short == "Mine"
+
+
+def test_short_label_clash_in_a_scenario_file(tmp_path, capsys):
+    path = scenario_file(tmp_path, {"variants": {"mine": {**MINE, "label": "mine", "short": "e"}}})
+    cli_refused(["scenario", "--scenario", path], capsys, "variant 'mine'", "short = 'e'",
+                "variant 'band_pluggable'")
+
+
 def test_sweep_arguments():
     refused(lambda: bj.sweep(SC, budget=True, bandwidth=[1.0]), "budget", "True")
     refused(lambda: bj.sweep(SC, bandwidth=[1j]), "bandwidth", "1j")
