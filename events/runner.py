@@ -60,7 +60,7 @@ def _whole_H(leaves: dict) -> None:
 
 def sweep(scenario: Scenario | None = None, *, load=0.0, seed=0, steps: int = 400,
           scheduler=None, n_workers: int = 2, max_sim_s: float = engine.MAX_SIM_S,
-          progress: bool = True, **grid) -> xr.Dataset:
+          progress: bool = True, budget_s: float | None = None, **grid) -> xr.Dataset:
     """Run the engine at every point of a grid.
 
     Each grid argument is a scalar (a scalar coordinate) or a sequence (a dimension), as in
@@ -78,6 +78,10 @@ def sweep(scenario: Scenario | None = None, *, load=0.0, seed=0, steps: int = 40
         without dask (no worker processes, no guard needed).
       max_sim_s: bound on each run's simulated time, s.
       progress: show a progress bar of runs done.
+      budget_s: the most wall seconds the sweep may be estimated to take on its workers (the
+        runs' link arrivals at the engine's measured rates, :func:`events.engine.wall_s`; default
+        :data:`bandjax._limits.MAX_ENGINE_S`, ``math.inf`` for none); a sweep over it is refused
+        before any run starts, with the estimate.
       **grid: ``variant``, ``bandwidth`` (GB/s per directed link), ``enob``, ``budget``,
         ``model``, ``gpu``, ``dcs``, ``topology``, ``workers_per_dc``, ``H`` (a whole number
         here: the engine syncs on every H-th step), ``basis``, or any scenario field by name.
@@ -86,6 +90,11 @@ def sweep(scenario: Scenario | None = None, *, load=0.0, seed=0, steps: int = 40
       An ``xarray.Dataset`` of :data:`QUANTITIES`, each with ``attrs["units"]``.
     """
     sc = reference() if scenario is None else scenario
+    budget_s = _limits.MAX_ENGINE_S if budget_s is None else budget_s
+    if isinstance(budget_s, (bool, np.bool_)) or not isinstance(budget_s, (int, float, np.integer, np.floating)) \
+            or not budget_s > 0:
+        raise ValueError(f"budget_s = {budget_s!r}: must be a number of seconds > 0 (math.inf for "
+                         "no bound)")
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
         raise ValueError(f"steps = {steps!r}: must be a whole number >= 1")
     if steps > _limits.MAX_STEPS:
@@ -129,18 +138,30 @@ def sweep(scenario: Scenario | None = None, *, load=0.0, seed=0, steps: int = 40
     n_grid = len(g.axes)
     leaves = {k: np.broadcast_to(v, g.shape) for k, v in g.leaves.items()}
     tasks = []
-    events_total = 0.0
+    total = {"messages": 0.0, "background": 0.0, "total": 0.0}
+    plans: dict = {}  # one plan per grid point and variant, one estimate per plan and load:
+    estimates: dict = {}  # seeds share both, so a sweep of many seeds is checked in milliseconds
     for idx in points:
         coord = {dim: coords[i] for (dim, coords, _), i in zip(axes, idx)}
         coord.update({k: v for k, (v, _) in scalars.items() if k not in coord})
         at = idx[:n_grid]
-        plan = build(sc.replace(**{k: float(v[at]) for k, v in leaves.items()}), coord["variant"])
+        key = (at, coord["variant"])
+        if key not in plans:
+            plans[key] = build(sc.replace(**{k: float(v[at]) for k, v in leaves.items()}),
+                               coord["variant"])
+        plan = plans[key]
         # every run is checked before any starts: a sweep fails at once, not after hours
-        events_total += engine.check_bounds(plan, float(coord["load"]), int(steps),
-                                            float(max_sim_s), _limits.MAX_EVENTS)["total"]
+        if (key, float(coord["load"])) not in estimates:
+            estimates[key, float(coord["load"])] = engine.check_bounds(
+                plan, float(coord["load"]), int(steps), float(max_sim_s), _limits.MAX_EVENTS)
+        est = estimates[key, float(coord["load"])]
+        for k in total:
+            total[k] += est[k]
         tasks.append((plan, float(coord["load"]), int(coord["seed"]), int(steps), float(max_sim_s)))
-    if events_total > _limits.MAX_EVENTS:
-        raise ValueError(f"the sweep's {runs} runs would simulate about {events_total:.3g} link "
+    engine.check_budget(total, float(budget_s), _workers(scheduler, n_workers),
+                        f"the sweep's {runs} runs", "budget_s; bandjax wan --budget-s")
+    if total["total"] > _limits.MAX_EVENTS:
+        raise ValueError(f"the sweep's {runs} runs would simulate about {total['total']:.3g} link "
                          f"arrivals, over the bound of {_limits.MAX_EVENTS:.3g} "
                          "(bandjax._limits.MAX_EVENTS); lower the steps, seeds or loads")
     results = _execute(tasks, scheduler, n_workers, progress)
@@ -169,6 +190,22 @@ def sweep(scenario: Scenario | None = None, *, load=0.0, seed=0, steps: int = 40
                        "d calibrated to the study's step times",
     })
     return ds
+
+
+def _workers(scheduler, n_workers) -> int:
+    """Workers a sweep's runs share, for its time estimate: 1 in this process or on a scheduler
+    given by address (not asked before the check), a Client's workers, or a new LocalCluster's
+    ``n_workers`` up to this machine's cores."""
+    import os
+
+    if scheduler is None:
+        ok = isinstance(n_workers, (int, np.integer)) and not isinstance(n_workers, bool)
+        return max(1, min(int(n_workers), os.cpu_count() or 1)) if ok else 1
+    if scheduler == "inline" or isinstance(scheduler, str):
+        return 1
+    if hasattr(scheduler, "scheduler_info"):  # a distributed.Client
+        return max(1, len(scheduler.scheduler_info().get("workers", {})))
+    return 1  # not a scheduler: client() says so
 
 
 @contextlib.contextmanager

@@ -335,10 +335,11 @@ def build(scenario: Scenario, ctx: dict) -> SharedWan:
             if run_loads:
                 runs = events.sweep(at_m, load=run_loads, seed=seeds, steps=sized["steps"],
                                     scheduler=where, progress=o["progress"],
-                                    max_sim_s=sized["max_sim_s"])
+                                    max_sim_s=sized["max_sim_s"], budget_s=float(o["budget_s"]))
             load0 = events.sweep(load0_sc, load=0.0, seed=0, bandwidth=list(LOAD0_GBPS),
                                  steps=2 * H, scheduler=where, progress=o["progress"],
-                                 max_sim_s=max(events.MAX_SIM_S, 4 * load0_sim))
+                                 max_sim_s=max(events.MAX_SIM_S, 4 * load0_sim),
+                                 budget_s=float(o["budget_s"]))
     except (ValueError, RuntimeError) as e:  # a bound the estimate missed: the approximation
         notes.append(f"The engine's runs stopped ({e}); " + (
             "the queueing approximation assumes identical links, so no step is shown."
