@@ -610,12 +610,15 @@ def shared_wan_view(sc: Scenario, results: Results | dict | None) -> View:
             view.conclusion.append(
                 f"Fastest mean step at load {float(loads[0]):g}: {short(best0)}; at load "
                 f"{float(loads[top]):g}: {short(best1)}.")
+    # the sizes the runs used: the sizing may have made the sync's messages larger
+    msg = _mb(float((sw.sizing or {}).get("message_B", sc.wan_message_B)))
+    bg = _mb(float(sc.background_B))
     view.assumptions = [
-        "Each WAN direction is one first-come-first-served link; other jobs send 1 MB transfers as "
-        "a Poisson process at load x bandwidth.",
-        "The sync's WAN bytes go as 1 MB messages, one after another; a run is seeded.",
-        "Queues are counted in transfers waiting on the link (other jobs' and the sync's, up to "
-        "1 MB each); the sync's bytes left (both directions) in MB (1e6 bytes).",
+        f"Each WAN direction is one first-come-first-served link; other jobs send {bg} transfers "
+        "as a Poisson process at load x bandwidth.",
+        f"The sync's WAN bytes go as {msg} messages, one after another; a run is seeded.",
+        f"Queues are counted in transfers waiting on the link (other jobs' of {bg}, the sync's of "
+        f"up to {msg}); the sync's bytes left (both directions) in MB (1e6 bytes).",
     ]
     if sw.sizing and sw.sizing.get("notes"):
         view.assumptions.append("The engine's runs, sized to its budget: "
