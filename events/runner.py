@@ -91,8 +91,8 @@ def sweep(scenario: Scenario | None = None, *, load=0.0, seed=0, steps: int = 40
     """
     sc = reference() if scenario is None else scenario
     budget_s = _limits.MAX_ENGINE_S if budget_s is None else budget_s
-    if isinstance(budget_s, (bool, np.bool_)) or not isinstance(budget_s, (int, float, np.integer, np.floating)) \
-            or not budget_s > 0:
+    number = isinstance(budget_s, (int, float, np.integer, np.floating))
+    if isinstance(budget_s, (bool, np.bool_)) or not number or not budget_s > 0:
         raise ValueError(f"budget_s = {budget_s!r}: must be a number of seconds > 0 (math.inf for "
                          "no bound)")
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:

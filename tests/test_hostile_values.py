@@ -274,6 +274,29 @@ def test_results_read_back(tmp_path, capsys, reference_report, key, value, names
     cli_refused(["explore", "--results", path, "--out", tmp_path / "o"], capsys, *names)
 
 
+@pytest.mark.parametrize("typed,path", [
+    ("NaN", "time_to_target_s.exact.adamw"), ("-Infinity", "step_ms.adamw"),
+    ("1e999", "target_loss"), ("1" * 400, "shared_wan.loads.1"),
+], ids=["NaN", "-Infinity", "1e999", "400 digits"])
+def test_results_numbers_bandjax_never_writes(tmp_path, capsys, reference_report, typed, path):
+    """A number that is not a finite float (found by tests/test_hostile_documents.py: read as
+    NaN or inf, the schema's "number" took it and the page drew it) is refused by its path and as
+    typed; results.json is written with allow_nan=False, null where there is no number."""
+    import copy
+
+    results = copy.deepcopy(reference_report[1])
+    node, keys = results, path.split(".")
+    for k in keys[:-1]:
+        node = node[int(k)] if isinstance(node, list) else node[k]
+    node[int(keys[-1]) if isinstance(node, list) else keys[-1]] = "@number@"
+    file = tmp_path / "rep" / "results.json"
+    file.parent.mkdir()
+    file.write_text(json.dumps(results).replace('"@number@"', typed))
+    shown = typed if len(typed) <= 40 else f"{typed[:20]}...({len(typed)} digits)"
+    cli_refused(["explore", "--results", file, "--out", tmp_path / "o"], capsys, "--results",
+                f"{path} = {shown}", "finite numbers only")
+
+
 def test_results_nested_too_deep(tmp_path, capsys):
     path = tmp_path / "rep" / "results.json"
     path.parent.mkdir()
