@@ -88,7 +88,7 @@ NUMBER_TEXT = ["nan", "NaN", "inf", "-inf", "-1", "0", "-0", "1e308", "1e999", "
                "0x10", "1_000", "4.5.6", "12.5 GB/s", "4.1 ms", "4.1 parsecs", "1;2;x", "1;;", ";",
                "true", "", " "]
 TEXT_CELLS = st.one_of(
-    st.sampled_from(NUMBER_TEXT + MARKUP + ["adamw", "E'", "zz", "free", "ring", "7B"]),
+    st.sampled_from(NUMBER_TEXT + MARKUP + ["adamw", "E'", "zz", "free", "ring", "7B", "9" * 400]),
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.integers(-10**30, 10**30).map(str),
     st.text(st.characters(blacklist_categories=("Cs",)), max_size=8))
@@ -97,6 +97,7 @@ VALUES = st.one_of(
     TEXT_CELLS,
     st.floats(allow_nan=True, allow_infinity=True),
     st.integers(-2**63, 2**63 - 1),
+    st.sampled_from([10**400, -10**400]),  # TOML integers are unbounded as Python reads them
     st.booleans(),
     st.lists(st.one_of(st.floats(allow_nan=True), st.integers(-5, 5), st.sampled_from(MARKUP)),
              max_size=3),

@@ -232,6 +232,34 @@ def test_measurement_rows(tmp_path, text, names):
     refused(lambda: bj.calibrate(path, fit=["fpga_Bps"]), *names)
 
 
+BIG = 10**400  # a TOML integer has no bound as Python reads it; past 1.8e308 it is no float
+
+
+@pytest.mark.parametrize("text,names", [
+    ('wan = "12.5 GB/s"', ["[links] wan = 99999999999999999999...(400 digits)", "too large"]),
+    ('topk = 400', ["[steps] topk = 99999999999999999999...(400 digits)", "steps must be"]),
+], ids=["wan", "steps"])
+def test_scenario_integer_past_the_largest_float(tmp_path, capsys, text, names):
+    """Found by the campaign: a 400-digit integer in a scenario file was an OverflowError
+    traceback (float() of it); one of 5,000 digits, past what Python converts, named no file."""
+    ref = tomli_w.dumps(to_toml_dict(SC))
+    key = text.split(" = ")[0]
+    assert text in ref
+    path = tmp_path / "s.toml"
+    path.write_text(ref.replace(text, f"{key} = {'9' * 400}"))
+    cli_refused(["scenario", "--scenario", path], capsys, *names)
+    path.write_text(ref.replace(text, f"{key} = {'9' * 5000}"))
+    cli_refused(["scenario", "--scenario", path], capsys, f"scenario file {str(path)!r}", "5000 digits")
+
+
+@pytest.mark.parametrize("column", ["step_ms", "bandwidth", "budget", "model", "workers_per_dc"])
+def test_measurement_integer_past_the_largest_float(column):
+    rows = [{"variant": "adamw", "step_ms": 40, column: BIG}, {"variant": "band_switch", "step_ms": 5},
+            {"variant": "adamw", "step_ms": 20}]
+    refused(lambda: bj.calibrate(rows, fit=["d.adamw"]), f"row 1: {column} = 10000000000000000000...",
+            "(401 digits)", "too large")
+
+
 def test_measurement_boolean_step(tmp_path):
     path = tmp_path / "m.toml"
     path.write_text('[[run]]\nvariant="adamw"\nstep_ms=true\n[[run]]\nvariant="band_switch"\nstep_ms=5\n')
