@@ -9,10 +9,29 @@ engine's workers included) may read it cheaply.
 from __future__ import annotations
 
 # Event engine (events/): what a `bandjax wan` call or the report's shared-WAN section may run.
-MAX_EVENTS = 200_000_000
+MAX_EVENTS = 10**11
 """Link arrivals (the sync's messages plus other jobs' transfers, both WAN directions) estimated
-over every run of one sweep. The engine handles about a million a second on one core, so the bound
-is a few minutes of work per core."""
+over every run of one sweep, whatever its time budget (:data:`MAX_ENGINE_S` is the bound that
+usually binds first): 8 hours of one core at :data:`ENGINE_EVENTS_PER_S`."""
+
+ENGINE_EVENTS_PER_S = 3.3e6
+"""Other jobs' transfers the engine simulates per wall second on one core, from
+``python -m benchmarks.events_bench`` (``events.events_per_s``: AdamW on the reference scenario at
+load 0.9, 400 steps, where other jobs' transfers are 92% of the link arrivals): 3.2e6 to 3.4e6 on
+the 2-core development machine (median 3.17e6, max 3.38e6 over 5 runs, Dec 2026)."""
+
+ENGINE_MESSAGES_PER_S = 8e5
+"""The sync's messages the engine simulates per wall second on one core (each is a SimPy event,
+so they cost about 4x a transfer of other jobs): the same benchmark run at load 0, where every
+link arrival is a message (``_throughput(events.build(reference(), "adamw"), 0.0, 400, 5)`` in
+benchmarks/events_bench.py): 8.8e5 on the quiet development machine, 4.5e5 with four other jobs
+on its two cores."""
+
+MAX_ENGINE_S = 600.0
+"""Wall time, s, one `bandjax wan` call or :func:`events.sweep` may be estimated to take before it
+is refused (``--budget-s`` / ``budget_s`` raise it): the sweep's link arrivals at
+:data:`ENGINE_MESSAGES_PER_S` and :data:`ENGINE_EVENTS_PER_S` per worker. The estimate is for a
+machine with a core free per worker; a loaded one takes up to about twice as long."""
 
 MAX_STEPS = 10_000_000
 """Training steps in one run (each run keeps one float per step: 80 MB at the bound)."""

@@ -188,6 +188,8 @@ def _read_file(path: Path) -> list[dict]:
             raise CalibrationError(f"measurements file {str(path)!r} is not valid TOML: {e}") from None
         except RecursionError:
             raise CalibrationError(f"measurements file {str(path)!r}: nested too deeply to read") from None
+        except ValueError as e:  # an integer of more digits than Python converts (4,300)
+            raise CalibrationError(f"measurements file {str(path)!r}: {e}") from None
         tables = [k for k, v in data.items() if isinstance(v, list)]
         if len(tables) != 1:
             raise CalibrationError(f"measurements file {str(path)!r}: expected one array of tables "
@@ -230,6 +232,17 @@ def _read_file(path: Path) -> list[dict]:
     return rows
 
 
+def _float(where: str, value) -> float:
+    """``float(value)``; an integer past the largest float (TOML's and Python's are unbounded) is
+    a :class:`CalibrationError` naming ``where``."""
+    try:
+        return float(value)
+    except OverflowError:
+        text = str(value)
+        shown = text if len(text) <= 40 else f"{text[:20]}...({len(text.lstrip('-'))} digits)"
+        raise CalibrationError(f"{where} = {shown}: too large for a 64-bit float") from None
+
+
 def _step_values(i: int, row: dict) -> list[float]:
     """Row i's measured step times in s (one per repeat)."""
     given = [k for k in STEP_UNITS if k in row]
@@ -256,8 +269,10 @@ def _step_values(i: int, row: dict) -> list[float]:
             if isinstance(v, (bool, np.bool_)):
                 raise CalibrationError(f"{where} = {v!r}: expected a number, not a boolean")
             try:
-                s = float(v) * STEP_UNITS[key]
-            except (TypeError, ValueError):
+                s = _float(where, v) * STEP_UNITS[key]
+            except (TypeError, ValueError) as e:
+                if isinstance(e, CalibrationError):
+                    raise
                 raise CalibrationError(f"{where} = {v!r}: expected a number (the unit is in the "
                                        "column name)") from None
         if not (math.isfinite(s) and s > 0):
@@ -272,13 +287,13 @@ def _row_value(sc: Scenario, i: int, key: str, value) -> dict[str, float]:
     fields = numeric_fields(sc)
     if key == "bandwidth":
         gbps = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-        v = gbps * 1e9 if gbps is not None else parse(where, value, "byte_rate")
+        v = _float(where, gbps) * 1e9 if gbps is not None else parse(where, value, "byte_rate")
         _positive(where, v, value)
         return {"wan_Bps": v}
     if key == "budget":
         if isinstance(value, str) and value in ("free", "low", "high"):
             return {"budget_FLOPs": resolve_budget(sc, value)}
-        v = value * 1e9 if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        v = _float(where, value) * 1e9 if isinstance(value, (int, float)) and not isinstance(value, bool) \
             else parse(where, value, "flop_rate")
         _positive(where, v, value)
         return {"budget_FLOPs": v}
@@ -288,7 +303,7 @@ def _row_value(sc: Scenario, i: int, key: str, value) -> dict[str, float]:
         if isinstance(value, str):
             raise CalibrationError(f"{where} = {value!r}: not a preset; allowed: "
                                    f"{', '.join(PRESETS)}, or a parameter count > 0")
-        _positive(where, float(value), value)
+        _positive(where, _float(where, value), value)
         return {"params": float(value)}
     if key == "topology":
         from .variants import TOPOLOGIES

@@ -521,7 +521,7 @@ class Scenario:
         # a variant of the same id is replaced where it stands (the variant axis keeps its order)
         registry = (tuple(v if u.id == v.id else u for u in self.variants) if v.id in self.ids
                     else self.variants + (v,))
-        _variants.check_registry(registry)
+        _variants.check_registry(registry, added=v)
         check_methods((v,), self.sync_every_H)
         fixed = {**self.fixed_s, v.id: v.d_s if d_s is None else d_s}
         _check_fixed(dataclasses.replace(self, variants=registry, fixed_s=fixed))
@@ -927,7 +927,6 @@ def _registry_from_toml(table: dict) -> tuple[Variant, ...]:
     out = tuple(registry.values())
     try:
         _variants.check_registry(out)
-        _variants.check_shorts(out)
     except ValueError as e:
         raise ScenarioError(f"[{VARIANTS_SECTION}] {e}") from None
     return out
@@ -1101,12 +1100,22 @@ def _steps_from_toml(table: dict, registry: tuple[Variant, ...]) -> tuple[Steps,
                  hyp or ref.hypothesis_from, exa or ref.exact_from), registry
 
 
+def _fits_float(value) -> bool:
+    """A finite 64-bit float: not inf or NaN, nor an integer past the largest float."""
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
 def _steps_value(where: str, value):
     if value == NEVER:
         return NEVER
     if (isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating))
-            or not (value > 0 and math.isfinite(value))):
-        raise ScenarioError(f"{where} = {value!r}: steps must be a finite number > 0 or \"never\"")
+            or not (value > 0 and _fits_float(value))):
+        shown = f"{str(value)[:20]}...({len(str(value))} digits)" if isinstance(value, int) \
+            and len(str(value)) > 40 else repr(value)
+        raise ScenarioError(f"{where} = {shown}: steps must be a finite number > 0 or \"never\"")
     return float(value)
 
 
@@ -1117,13 +1126,17 @@ def load(path: str | os.PathLike) -> Scenario:
 
     try:
         # bounded: /dev/zero, a FIFO or a huge file is refused before it is read
-        data = tomllib.loads(read_bounded_text(path, "scenario file", MAX_SCENARIO_BYTES))
+        text = read_bounded_text(path, "scenario file", MAX_SCENARIO_BYTES)
     except FileNotFoundError:
         raise ScenarioError(f"scenario file {os.fspath(path)!r} does not exist") from None
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(f"scenario file {os.fspath(path)!r} is not valid TOML: {e}") from None
     except RecursionError:
         raise ScenarioError(f"scenario file {os.fspath(path)!r}: nested too deeply to read") from None
+    except ValueError as e:  # an integer of more digits than Python converts (4,300)
+        raise ScenarioError(f"scenario file {os.fspath(path)!r}: {e}") from None
     return from_toml_dict(data)
 
 

@@ -35,6 +35,12 @@ class ScenarioError(ValueError):
     """A scenario value or key that is not allowed; the message names key, value and what is allowed."""
 
 
+def _digits(value: int) -> str:
+    """A long integer for a message: its first digits and how many there are."""
+    text = str(value)
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text.lstrip('-'))} digits)"
+
+
 def parse(key: str, value, dimension: str) -> float:
     """Return ``value`` in SI units, or raise :class:`ScenarioError` naming ``key``.
 
@@ -44,7 +50,11 @@ def parse(key: str, value, dimension: str) -> float:
     if isinstance(value, bool):
         raise ScenarioError(f"{key} = {value!r}: expected a number, not a boolean")
     if isinstance(value, (int, float)):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer past the largest float (TOML's are unbounded)
+            raise ScenarioError(f"{key} = {_digits(value)}: too large for a 64-bit float (at most "
+                                f"{float_info.max:.4g} in SI units)") from None
     if not isinstance(value, str):
         raise ScenarioError(f"{key} = {value!r}: expected a number or a string like "
                             f"'1.5 {next(iter(units))}'")

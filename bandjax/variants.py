@@ -78,7 +78,8 @@ class Variant:
     """One way of syncing.
 
     Attributes:
-      id, label, short: names (the short one is what tables and plots print).
+      id, label, short: names (the short one is what tables and plots print; a scenario refuses
+        two variants with one short label, in any case).
       payload: what a worker sends, one of :data:`PAYLOADS`: ``dense`` (G = bytes_per_param x P),
         ``topk`` (k values + indices), ``band_gpu`` (band at the GPU's bits), ``band_transit``
         (band at the module's ENOB).
@@ -297,24 +298,32 @@ def by_colour(registry: tuple[Variant, ...] = VARIANTS) -> tuple[Variant, ...]:
     return tuple(sorted(registry, key=lambda v: v.colour))
 
 
-def check_shorts(registry: tuple[Variant, ...]) -> None:
-    """Short labels unique (a scenario file's variants: its tables and plots name them by it)."""
-    shorts = [v.short for v in registry]
-    for v in registry:
-        if shorts.count(v.short) > 1:
-            raise ValueError(f"variant {v.id!r}: short = {v.short!r} is the short label of "
-                             f"{', '.join(repr(u.id) for u in registry if u.short == v.short)}; "
-                             "each variant needs its own (tables and plots name variants by it)")
+def check_shorts(registry: tuple[Variant, ...], added: Variant | None = None) -> None:
+    """Short labels unique, in any case: tables and plots name variants by it, and a variant is
+    found by its short label in any case (:func:`find`), so "e" beside "E" would name two. The
+    message names the later variant (or ``added``, the one being added), the label and the
+    variant that has it."""
+    first: dict[str, Variant] = {}
+    for v in sorted(registry, key=lambda u: u is added):  # stable: ``added`` last
+        key = v.short.strip().casefold()
+        if key in first:
+            u = first[key]
+            same = "" if u.short == v.short else f" (as {u.short!r})"
+            raise ValueError(f"variant {v.id!r}: short = {v.short!r} is already the short label of "
+                             f"variant {u.id!r}{same}; each variant needs its own (tables and plots "
+                             "name variants by it)")
+        first[key] = v
 
 
-def check_registry(registry: tuple[Variant, ...]) -> None:
-    """Ids unique, at least one variant; every rule names variants of the registry with steps of
-    their own."""
+def check_registry(registry: tuple[Variant, ...], added: Variant | None = None) -> None:
+    """Ids unique, at least one variant, short labels unique (:func:`check_shorts`); every rule
+    names variants of the registry with steps of their own."""
     seen = [v.id for v in registry]
     if len(set(seen)) != len(seen):
         raise ValueError(f"variant ids must be unique; got {', '.join(seen)}")
     if not registry:
         raise ValueError("variants = (): give at least one variant")
+    check_shorts(registry, added)
     for v in registry:
         for src in (v.rule.hypothesis + v.rule.exact) if v.rule else ():
             if src not in seen or get(src, registry).rule is not None:

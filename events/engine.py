@@ -379,11 +379,12 @@ def estimate_events(plan: Plan, load: float, steps: int, max_sim_s: float = MAX_
 
 
 def check_bounds(plan: Plan, load: float, steps: int, max_sim_s: float = MAX_SIM_S,
-                 max_events: float = math.inf) -> dict:
+                 max_events: float = math.inf, max_wall_s: float = math.inf) -> dict:
     """Refuse a run that cannot finish within its bounds, before it starts: ``ValueError`` if its
     warm-up alone is longer than ``max_sim_s`` (the load is too close to 1 for the background's
-    transfer size), if its steps' compute alone would not fit in ``max_sim_s``, or if it would
-    simulate more than ``max_events`` link arrivals. Returns
+    transfer size), if its steps' compute alone would not fit in ``max_sim_s``, if it would
+    simulate more than ``max_events`` link arrivals, or if those would take more than
+    ``max_wall_s`` wall seconds on one worker (:func:`check_budget`). Returns
     :func:`estimate_events`."""
     warm = warmup_s(plan, load)
     if warm >= max_sim_s:
@@ -406,7 +407,50 @@ def check_bounds(plan: Plan, load: float, steps: int, max_sim_s: float = MAX_SIM
             f"{plan.message_B:g} B, {est['background']:.3g} other jobs' transfers of "
             f"{plan.background_B:g} B over {est['sim_s']:.3g} s), over the bound of "
             f"{max_events:.3g}; lower the steps or the load, or raise the message or transfer size")
+    if max_wall_s < math.inf:
+        check_budget(est, max_wall_s, 1, f"a run of {plan.variant} at load {load:g} and {steps} "
+                     "steps", "max_wall_s")
     return est
+
+
+def wall_s(est: dict, workers: int = 1) -> float:
+    """Wall seconds the link arrivals of :func:`estimate_events` (one run's, or a sweep's summed)
+    take on ``workers`` workers, each simulating :data:`bandjax._limits.ENGINE_MESSAGES_PER_S` of
+    the sync's messages or :data:`bandjax._limits.ENGINE_EVENTS_PER_S` of other jobs' transfers a
+    second (both measured by ``python -m benchmarks.events_bench``)."""
+    from bandjax import _limits
+
+    one = (est["messages"] / _limits.ENGINE_MESSAGES_PER_S
+           + est["background"] / _limits.ENGINE_EVENTS_PER_S)
+    return one / max(int(workers), 1)
+
+
+def duration_text(seconds: float) -> str:
+    """A wall time for a message: "40 s", "6.1 min", "2.3 h", "4.2e+03 days"."""
+    for unit, size in (("s", 1.0), ("min", 60.0), ("h", 3600.0)):
+        if seconds < 120 * size if unit != "h" else seconds < 48 * size:
+            return f"{seconds / size:.2g} {unit}" if seconds < 10 * size else f"{seconds / size:.0f} {unit}"
+    return f"{seconds / 86400:.3g} days"
+
+
+def check_budget(est: dict, budget_s: float, workers: int = 1, what: str = "the sweep",
+                 option: str = "budget_s") -> float:
+    """Refuse work whose estimated wall time (:func:`wall_s` of ``est``, one run's or a sweep's
+    summed :func:`estimate_events`) passes ``budget_s`` seconds, before it starts: the message
+    gives the link arrivals, the rates, the time it would need and the budget (raised by
+    ``option``). Returns the estimate, s."""
+    from bandjax import _limits
+
+    t = wall_s(est, workers)
+    if t > budget_s:
+        raise ValueError(
+            f"{what} would simulate about {est['total']:.3g} link arrivals ({est['messages']:.3g} "
+            f"sync messages at {_limits.ENGINE_MESSAGES_PER_S:.2g}/s and {est['background']:.3g} "
+            f"other jobs' transfers at {_limits.ENGINE_EVENTS_PER_S:.2g}/s a worker), about "
+            f"{duration_text(t)} on {max(int(workers), 1)} worker(s); the budget is "
+            f"{duration_text(budget_s)} ({budget_s:g} s): lower the steps, seeds or loads, raise "
+            f"the message or transfer size, or raise the budget ({option})")
+    return t
 
 
 def simulate(plan: Plan, load: float, seed: int = 0, steps: int = 400, *,

@@ -63,7 +63,7 @@ def _whole_H(leaves: dict) -> None:
 
 def sweep(scenario: Scenario | None = None, *, load=0.0, seed=0, steps: int = 400,
           scheduler=None, n_workers: int = 2, max_sim_s: float = engine.MAX_SIM_S,
-          progress: bool = True, **grid) -> xr.Dataset:
+          progress: bool = True, budget_s: float | None = None, **grid) -> xr.Dataset:
     """Run the engine at every point of a grid.
 
     Each grid argument is a scalar (a scalar coordinate) or a sequence (a dimension), as in
@@ -83,6 +83,10 @@ def sweep(scenario: Scenario | None = None, *, load=0.0, seed=0, steps: int = 40
         worker processes, no guard needed).
       max_sim_s: bound on each run's simulated time, s.
       progress: show a progress bar of runs done.
+      budget_s: the most wall seconds the sweep may be estimated to take on its workers (the
+        runs' link arrivals at the engine's measured rates, :func:`events.engine.wall_s`; default
+        :data:`bandjax._limits.MAX_ENGINE_S`, ``math.inf`` for none); a sweep over it is refused
+        before any run starts, with the estimate.
       **grid: ``variant``, ``bandwidth`` (GB/s per directed link), ``enob``, ``budget``,
         ``model``, ``gpu``, ``dcs``, ``topology``, ``workers_per_dc``, ``H`` (a whole number
         here: the engine syncs on every H-th step), ``basis``, or any scenario field by name.
@@ -90,7 +94,8 @@ def sweep(scenario: Scenario | None = None, *, load=0.0, seed=0, steps: int = 40
     Returns:
       An ``xarray.Dataset`` of :data:`QUANTITIES`, each with ``attrs["units"]``.
     """
-    job = _Job(scenario, load, seed, steps, max_sim_s, grid)
+    job = _Job(scenario, load, seed, steps, max_sim_s, grid, budget_s,
+               _workers(scheduler, n_workers))
     return job.assemble(_execute(job.tasks, scheduler, n_workers, progress))
 
 
@@ -99,8 +104,13 @@ class _Job:
     :func:`events.engine.run_summary`, in grid order), and :meth:`assemble`, which labels their
     summaries."""
 
-    def __init__(self, scenario, load, seed, steps, max_sim_s, grid):
+    def __init__(self, scenario, load, seed, steps, max_sim_s, grid, budget_s=None, workers=1):
         sc = reference() if scenario is None else scenario
+        budget_s = _limits.MAX_ENGINE_S if budget_s is None else budget_s
+        number = isinstance(budget_s, (int, float, np.integer, np.floating))
+        if isinstance(budget_s, (bool, np.bool_)) or not number or not budget_s > 0:
+            raise ValueError(f"budget_s = {budget_s!r}: must be a number of seconds > 0 (math.inf "
+                             "for no bound)")
         if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
             raise ValueError(f"steps = {steps!r}: must be a whole number >= 1")
         if steps > _limits.MAX_STEPS:
@@ -144,20 +154,31 @@ class _Job:
         n_grid = len(g.axes)
         leaves = {k: np.broadcast_to(v, g.shape) for k, v in g.leaves.items()}
         tasks = []
-        events_total = 0.0
+        total = {"messages": 0.0, "background": 0.0, "total": 0.0}
+        plans: dict = {}  # one plan per grid point and variant, one estimate per plan and load:
+        estimates: dict = {}  # seeds share both, so a sweep of many seeds is checked in ms
         for idx in points:
             coord = {dim: coords[i] for (dim, coords, _), i in zip(axes, idx)}
             coord.update({k: v for k, (v, _) in scalars.items() if k not in coord})
             at = idx[:n_grid]
-            plan = build(sc.replace(**{k: float(v[at]) for k, v in leaves.items()}),
-                         coord["variant"])
+            key = (at, coord["variant"])
+            if key not in plans:
+                plans[key] = build(sc.replace(**{k: float(v[at]) for k, v in leaves.items()}),
+                                   coord["variant"])
+            plan = plans[key]
             # every run is checked before any starts: a sweep fails at once, not after hours
-            events_total += engine.check_bounds(plan, float(coord["load"]), int(steps),
-                                                float(max_sim_s), _limits.MAX_EVENTS)["total"]
+            if (key, float(coord["load"])) not in estimates:
+                estimates[key, float(coord["load"])] = engine.check_bounds(
+                    plan, float(coord["load"]), int(steps), float(max_sim_s), _limits.MAX_EVENTS)
+            est = estimates[key, float(coord["load"])]
+            for k in total:
+                total[k] += est[k]
             tasks.append((plan, float(coord["load"]), int(coord["seed"]), int(steps),
                           float(max_sim_s)))
-        if events_total > _limits.MAX_EVENTS:
-            raise ValueError(f"the sweep's {runs} runs would simulate about {events_total:.3g} "
+        engine.check_budget(total, float(budget_s), workers, f"the sweep's {runs} runs",
+                            "budget_s; bandjax wan --budget-s")
+        if total["total"] > _limits.MAX_EVENTS:
+            raise ValueError(f"the sweep's {runs} runs would simulate about {total['total']:.3g} "
                              f"link arrivals, over the bound of {_limits.MAX_EVENTS:.3g} "
                              "(bandjax._limits.MAX_EVENTS); lower the steps, seeds or loads")
         self.tasks, self.points, self.shape, self.dims = tasks, points, shape, dims
@@ -195,6 +216,24 @@ class _Job:
                            "another; d calibrated to the study's step times",
         })
         return ds
+
+
+def _workers(scheduler, n_workers) -> int:
+    """Workers a sweep's runs share, for its time estimate: 1 in this process or on a scheduler
+    given by address (not asked before the check), a Client's workers, or a new LocalCluster's
+    ``n_workers`` up to this machine's cores."""
+    import os
+
+    if scheduler is None:
+        ok = isinstance(n_workers, (int, np.integer)) and not isinstance(n_workers, bool)
+        return max(1, min(int(n_workers), os.cpu_count() or 1)) if ok else 1
+    if scheduler == "inline" or isinstance(scheduler, str):
+        return 1
+    if isinstance(scheduler, concurrent.futures.Executor):  # a pool: its worker processes
+        return max(1, int(getattr(scheduler, "_max_workers", 1) or 1))
+    if hasattr(scheduler, "scheduler_info"):  # a distributed.Client
+        return max(1, len(scheduler.scheduler_info().get("workers", {})))
+    return 1  # not a scheduler: client() says so
 
 
 @contextlib.contextmanager
@@ -356,10 +395,11 @@ class Pending:
 
 
 def submit(where, scenario: Scenario | None = None, *, load=0.0, seed=0, steps: int = 400,
-           max_sim_s: float = engine.MAX_SIM_S, **grid) -> Pending:
+           max_sim_s: float = engine.MAX_SIM_S, budget_s: float | None = None,
+           **grid) -> Pending:
     """Start :func:`sweep`'s runs at ``where`` (what :func:`client` yields: a process pool, a
     ``distributed.Client`` or "inline") and return at once, so this process can do other work
     meanwhile; ``.result()`` waits for them. Arguments as in :func:`sweep`, checked before any
     run starts (a ``ValueError`` here, as there). With "inline" the runs go in ``.result()``."""
-    job = _Job(scenario, load, seed, steps, max_sim_s, grid)
+    job = _Job(scenario, load, seed, steps, max_sim_s, grid, budget_s, _workers(where, 2))
     return Pending(job, _submit(job.tasks, where))

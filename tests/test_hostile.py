@@ -443,3 +443,127 @@ def test_winner_map_larger_than_memory_is_refused(monkeypatch):
     monkeypatch.setattr(_limits, "available_memory_bytes", lambda: 50e3)
     with pytest.raises(ValueError, match=r"35\.16 KiB in memory"):
         bandjax.winner(bandwidth=np.logspace(-1, 3, 1_000))
+
+
+# ------------------------------------------------------------------ the engine's time budget
+
+def _sweep_estimate(sc, variants, loads, seeds, steps):
+    """(link arrivals, wall s on one worker) of a sweep, from the engine's own estimate of each
+    run and the measured rates of bandjax._limits: what the refusal must quote."""
+    from events.engine import estimate_events, wall_s
+    from events.plan import build
+
+    est = {"messages": 0.0, "background": 0.0, "total": 0.0}
+    for v in variants:
+        for x in loads:
+            e = estimate_events(build(sc, v), x, steps)
+            for k in est:
+                est[k] += seeds * e[k]
+    return est, wall_s(est)
+
+
+def test_a_sweep_over_its_time_budget_is_refused_at_once(capsys):
+    """A sweep estimated at hours is refused in well under a second (a sweep of 72,000 runs
+    included: the estimate is made once per grid point and load, not once per seed), quoting the
+    link arrivals, the rates, the time it would need and the budget."""
+    import time
+
+    import bandjax
+    import events
+    from events.engine import duration_text
+
+    sc = bandjax.reference()
+    est, need_s = _sweep_estimate(sc, ["adamw"], [0.9], 100, 1_000_000)
+    assert need_s > _limits.MAX_ENGINE_S * 10  # hours, against the 10 min budget
+    events.sweep(sc, load=0.5, steps=2, variant="adamw", scheduler="inline", progress=False)  # warm
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError) as e:
+        events.sweep(sc, load=0.9, seed=list(range(100)), steps=1_000_000, variant="adamw",
+                     scheduler="inline", progress=False)
+    assert time.perf_counter() - t0 < 1.0
+    msg = str(e.value)
+    assert f"about {est['total']:.3g} link arrivals" in msg, msg
+    assert f"at {_limits.ENGINE_EVENTS_PER_S:.2g}/s" in msg
+    assert f"at {_limits.ENGINE_MESSAGES_PER_S:.2g}/s" in msg
+    assert f"about {duration_text(need_s)} on 1 worker(s)" in msg, msg
+    assert "the budget is 10 min (600 s)" in msg and "--budget-s" in msg
+    # many seeds of short runs: 72,000 runs checked in under a second
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match="the sweep's 72000 runs would simulate about"):
+        events.sweep(sc, load=[0.5, 0.9], seed=list(range(2000)), steps=400,
+                     bandwidth=[1.0, 10.0, 100.0], scheduler="inline", progress=False)
+    assert time.perf_counter() - t0 < 1.0
+    # the command line: one line, the same figures; a LocalCluster of 2 divides the time by 2
+    rc, err = run_main(["wan", "--load", "0.9", "--steps", "1000000", "--seeds", "100",
+                        "--variant", "adamw"], capsys)
+    assert rc == 2 and f"about {duration_text(need_s / min(2, os.cpu_count()))} on " in err, err
+    assert "the budget is 10 min" in err
+
+
+def test_the_budget_is_a_bound_not_a_guess():
+    """The estimate scales with the work and the budget is the line: a sweep just under it passes
+    the check, the same sweep over it is refused; --budget-s raises it and takes only seconds in
+    (0, 86400]; the count bound still holds whatever the budget."""
+    import math
+
+    import bandjax
+    import events
+    from events import engine
+
+    sc = bandjax.reference()
+    est, need_s = _sweep_estimate(sc, ["adamw"], [0.9], 3, 400)
+    assert engine.check_budget(est, need_s * 1.01) == pytest.approx(need_s, rel=1e-12)
+    assert engine.check_budget(est, need_s, workers=2) == pytest.approx(need_s / 2, rel=1e-12)
+    with pytest.raises(ValueError, match="the budget is"):
+        engine.check_budget(est, need_s * 0.99)
+    # messages cost more than other jobs' transfers (a SimPy event each)
+    assert _limits.ENGINE_MESSAGES_PER_S < _limits.ENGINE_EVENTS_PER_S
+    est2, need2 = _sweep_estimate(sc, ["adamw"], [0.9], 6, 400)
+    assert need2 == pytest.approx(2 * need_s, rel=1e-12) and est2["total"] == pytest.approx(2 * est["total"])
+    with pytest.raises(ValueError, match="the budget is"):
+        events.sweep(sc, load=0.9, seed=[0, 1, 2], steps=400, variant="adamw", scheduler="inline",
+                     progress=False, budget_s=need_s * 0.99)
+    for bad in (0, -1.0, math.nan, "600", True):
+        with pytest.raises(ValueError, match=f"budget_s = {bad!r}"):
+            events.sweep(sc, load=0.5, steps=2, variant="adamw", scheduler="inline", budget_s=bad)
+    # the count bound holds whatever the budget
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_limits, "MAX_EVENTS", est["total"] / 2)
+        with pytest.raises(ValueError, match="MAX_EVENTS"):
+            events.sweep(sc, load=0.9, seed=[0, 1, 2], steps=400, variant="adamw",
+                         scheduler="inline", progress=False, budget_s=math.inf)
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "nan", "inf", "1e9"])
+def test_wan_budget_option_is_checked(capsys, value):
+    rc, err = run_main(["wan", "--budget-s", value, "--steps", "2", "--scheduler", "inline"], capsys)
+    assert rc == 2 and f"--budget-s {float(value):g}: must be a number of seconds in (0, 86400]" in err
+
+
+@pytest.mark.parametrize("case", ["reference", "mesh8", "small messages", "long budget"])
+def test_the_shared_wan_section_sizes_its_runs_within_the_budget(case):
+    """The report's shared-WAN section plans its runs with its own (slower, rounded down) rates;
+    the engine's budget check, given the section's budget, must let them through: the sized runs'
+    estimate at the measured rates fits the budget on the section's workers."""
+    import bandjax
+    from events.engine import estimate_events, wall_s
+    from events.plan import build
+
+    from bandjax.report.sections import shared_wan
+
+    sc = {"reference": bandjax.reference(),
+          "mesh8": bandjax.reference().replace(dcs=8.0, topology=1.0),
+          "small messages": bandjax.reference().replace(wan_message_B=1e4),
+          "long budget": bandjax.reference()}[case]
+    budget_s = 3600.0 if case == "long budget" else shared_wan.BUDGET_S
+    workers = 2
+    sized = shared_wan.size_runs(sc, list(sc.ids), [0.0, 0.5, 0.9], 8, 400, budget_s, workers)
+    at_m = sc.replace(wan_message_B=sized["message_B"])
+    est = {"messages": 0.0, "background": 0.0, "total": 0.0}
+    for v in sc.ids:
+        for x in sized["loads"]:
+            e = estimate_events(build(at_m, v), x, sized["steps"])
+            for k in est:
+                est[k] += sized["seeds"] * e[k]
+    assert sized["loads"], sized["notes"]
+    assert wall_s(est, min(workers, os.cpu_count())) <= budget_s, (wall_s(est, workers), sized)

@@ -6,6 +6,7 @@ bandjax's code runs) to past the command's end."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -30,10 +31,31 @@ def _run(argv, at_s, cwd):
     pytest.skip(f"SIGINT at {at_s} s fell in the interpreter's own start 3 times")
 
 
+@contextlib.contextmanager
+def _children_start_with_default_sigint():
+    """Around starting a command: SIGINT handled (not ignored) in this process, so the command
+    starts with SIGINT at its default action (an exec resets a handled signal to its default but
+    keeps an ignored one ignored). A test run started in the background of a shell without job
+    control (a CI step's `cmd &`, nohup) inherits SIGINT ignored; its commands would too, Python
+    would then install no KeyboardInterrupt handler, and a SIGINT before bandjax installs its own
+    would be ignored and the command run to its end (a whole report, past the 120 s below on a
+    loaded machine): the shell's wish, not what this tests. (No preexec_fn: a fork of this
+    process, which runs jax's threads, warns and may deadlock.)"""
+    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _run_once(argv, at_s, cwd):
     env = {**os.environ, "PYTHONPATH": str(REPO), "BANDJAX_REPORT_TEST_SIZE": "small"}
-    p = subprocess.Popen([sys.executable, "-m", "bandjax", *map(str, argv)], cwd=cwd, env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    with _children_start_with_default_sigint():
+        p = subprocess.Popen([sys.executable, "-m", "bandjax", *map(str, argv)], cwd=cwd, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     time.sleep(at_s)
     p.send_signal(signal.SIGINT)
     try:

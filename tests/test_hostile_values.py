@@ -124,6 +124,36 @@ def test_variant_values(kw, names):
     refused(lambda: bj.Variant(**args), *names)
 
 
+@pytest.mark.parametrize("short,owner", [("E", "band_pluggable"), ("e", "band_pluggable"),
+                                          ("E'", "band_switch"), (" AdamW", "adamw")])
+def test_short_label_of_another_variant_is_refused(short, owner):
+    """A short label another variant has (in any case: a variant is found by it in any case) is
+    refused through every door of the Python API, naming the new variant, the label and the
+    variant that has it; the scenario file already refuses it."""
+    mine = bj.Variant("mine", "mine", short, **MINE)
+    for door in (lambda: SC.with_variant(mine), lambda: SC.with_variants([mine]),
+                 lambda: SC.replace(variants=SC.variants + (mine,))):
+        refused(door, "variant 'mine'", f"short = {short!r}", f"variant {owner!r}")
+    # renaming a variant in place to another's label names the renamed one
+    import dataclasses
+
+    renamed = dataclasses.replace(SC.variant("adamw"), short=short)
+    if owner != "adamw":
+        refused(lambda: SC.with_variant(renamed), "variant 'adamw'", f"variant {owner!r}")
+    # two new variants with one label: the second is named
+    twins = [bj.Variant("a1", "a1", "Z", **MINE), bj.Variant("a2", "a2", "z", **MINE)]
+    refused(lambda: SC.with_variants(twins), "variant 'a2'", "short = 'z'", "variant 'a1'")
+    # a variant replaced by id keeps its own label, and a label of its own is accepted
+    assert SC.with_variant(SC.variant("adamw")).variants == SC.variants
+    assert SC.with_variant(bj.Variant("mine", "mine", "Mine", **MINE)).variant("mine").short == "Mine"
+
+
+def test_short_label_clash_in_a_scenario_file(tmp_path, capsys):
+    path = scenario_file(tmp_path, {"variants": {"mine": {**MINE, "label": "mine", "short": "e"}}})
+    cli_refused(["scenario", "--scenario", path], capsys, "variant 'mine'", "short = 'e'",
+                "variant 'band_pluggable'")
+
+
 def test_sweep_arguments():
     refused(lambda: bj.sweep(SC, budget=True, bandwidth=[1.0]), "budget", "True")
     refused(lambda: bj.sweep(SC, bandwidth=[1j]), "bandwidth", "1j")
@@ -202,6 +232,34 @@ def test_measurement_rows(tmp_path, text, names):
     refused(lambda: bj.calibrate(path, fit=["fpga_Bps"]), *names)
 
 
+BIG = 10**400  # a TOML integer has no bound as Python reads it; past 1.8e308 it is no float
+
+
+@pytest.mark.parametrize("text,names", [
+    ('wan = "12.5 GB/s"', ["[links] wan = 99999999999999999999...(400 digits)", "too large"]),
+    ('topk = 400', ["[steps] topk = 99999999999999999999...(400 digits)", "steps must be"]),
+], ids=["wan", "steps"])
+def test_scenario_integer_past_the_largest_float(tmp_path, capsys, text, names):
+    """Found by the campaign: a 400-digit integer in a scenario file was an OverflowError
+    traceback (float() of it); one of 5,000 digits, past what Python converts, named no file."""
+    ref = tomli_w.dumps(to_toml_dict(SC))
+    key = text.split(" = ")[0]
+    assert text in ref
+    path = tmp_path / "s.toml"
+    path.write_text(ref.replace(text, f"{key} = {'9' * 400}"))
+    cli_refused(["scenario", "--scenario", path], capsys, *names)
+    path.write_text(ref.replace(text, f"{key} = {'9' * 5000}"))
+    cli_refused(["scenario", "--scenario", path], capsys, f"scenario file {str(path)!r}", "5000 digits")
+
+
+@pytest.mark.parametrize("column", ["step_ms", "bandwidth", "budget", "model", "workers_per_dc"])
+def test_measurement_integer_past_the_largest_float(column):
+    rows = [{"variant": "adamw", "step_ms": 40, column: BIG}, {"variant": "band_switch", "step_ms": 5},
+            {"variant": "adamw", "step_ms": 20}]
+    refused(lambda: bj.calibrate(rows, fit=["d.adamw"]), f"row 1: {column} = 10000000000000000000...",
+            "(401 digits)", "too large")
+
+
 def test_measurement_boolean_step(tmp_path):
     path = tmp_path / "m.toml"
     path.write_text('[[run]]\nvariant="adamw"\nstep_ms=true\n[[run]]\nvariant="band_switch"\nstep_ms=5\n')
@@ -242,6 +300,29 @@ def test_results_read_back(tmp_path, capsys, reference_report, key, value, names
     path.parent.mkdir()
     path.write_text(json.dumps(results))
     cli_refused(["explore", "--results", path, "--out", tmp_path / "o"], capsys, *names)
+
+
+@pytest.mark.parametrize("typed,path", [
+    ("NaN", "time_to_target_s.exact.adamw"), ("-Infinity", "step_ms.adamw"),
+    ("1e999", "target_loss"), ("1" * 400, "shared_wan.loads.1"),
+], ids=["NaN", "-Infinity", "1e999", "400 digits"])
+def test_results_numbers_bandjax_never_writes(tmp_path, capsys, reference_report, typed, path):
+    """A number that is not a finite float (found by tests/test_hostile_documents.py: read as
+    NaN or inf, the schema's "number" took it and the page drew it) is refused by its path and as
+    typed; results.json is written with allow_nan=False, null where there is no number."""
+    import copy
+
+    results = copy.deepcopy(reference_report[1])
+    node, keys = results, path.split(".")
+    for k in keys[:-1]:
+        node = node[int(k)] if isinstance(node, list) else node[k]
+    node[int(keys[-1]) if isinstance(node, list) else keys[-1]] = "@number@"
+    file = tmp_path / "rep" / "results.json"
+    file.parent.mkdir()
+    file.write_text(json.dumps(results).replace('"@number@"', typed))
+    shown = typed if len(typed) <= 40 else f"{typed[:20]}...({len(typed)} digits)"
+    cli_refused(["explore", "--results", file, "--out", tmp_path / "o"], capsys, "--results",
+                f"{path} = {shown}", "finite numbers only")
 
 
 def test_results_nested_too_deep(tmp_path, capsys):

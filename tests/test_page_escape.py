@@ -110,3 +110,33 @@ def test_hostile_names_run_no_script(evil_report):
             assert log["requests"] == []  # nothing fetched (an <img src=x> would be)
         finally:
             browser.close()
+
+
+# ------------------------------------------------------------------ what the page states
+
+def test_page_states_the_message_size_the_runs_used(reference_report):
+    """The shared-WAN assumptions name the sync's message size the section ran (its sizing may
+    make them larger than the scenario's 1 MB, as results.md says), and the other jobs' transfer
+    size of the scenario, not a fixed "1 MB"."""
+    import copy
+    import html
+
+    from bandjax.report.sections import shared_wan
+
+    sc = bj.reference()
+    res = copy.deepcopy(reference_report[1])
+    res["shared_wan"]["sizing"]["message_B"] = 4.25e6
+    said = " ".join(shared_wan.shared_wan_view(sc, res).assumptions)
+    assert "as 4.25 MB messages" in said and "1 MB messages" not in said, said
+    assert "other jobs send 1 MB transfers" in said  # the scenario's background_B, 1e6 B
+    page = explorer.page(sc, res, reference_report[3])
+    assert html.escape("The sync's WAN bytes go as 4.25 MB messages") in page
+    # and the same size as results.md's sentence for the same results
+    from bandjax import report
+
+    assert "go as 4.25 MB messages" in report.markdown(res)
+    # a scenario with other transfer sizes: both follow it
+    sc2 = sc.replace(background_B=2e5, wan_message_B=3e5)
+    res["shared_wan"]["sizing"]["message_B"] = 3e5
+    said = " ".join(shared_wan.shared_wan_view(sc2, res).assumptions)
+    assert "other jobs send 0.2 MB transfers" in said and "as 0.3 MB messages" in said, said

@@ -155,7 +155,7 @@ def test_one_step_rounds_are_section_13(sc):
     # H = F = 1, tau = 0 (the scenario's H 1): c + max(0, comm - f c), as before rounds, to 1e-12
     sc = sc.replace(sync_every_H=1.0)
     plain = dataclasses.replace(V.get("dp_bf16", V.METHODS), id="plain", sync_every=None)
-    own = dataclasses.replace(plain, id="own", sync_every=1)
+    own = dataclasses.replace(plain, id="own", short="own", sync_every=1)
     sc = sc.with_variant(plain).with_variant(own)
     c = float(sc.gpu_compute_s)
     old = c + np.maximum(0.0, np.asarray(sum_parts(comm_parts_s(sc))) - float(sc.overlap_fraction) * c)

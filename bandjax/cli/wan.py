@@ -16,8 +16,8 @@ from .args import check_once, load_scenario, scenario_arg, variant_ids
 def check_wan_args(args) -> None:
     """Refuse ``bandjax wan`` arguments that are not allowed, before any work; each message names
     the option, the value as typed and what is allowed (the bounds are in :mod:`bandjax._limits`).
-    The event count of the whole sweep is bounded later, once the scenario is known
-    (:func:`events.engine.check_bounds`)."""
+    The event count and the estimated wall time of the whole sweep are bounded later, once the
+    scenario is known (:func:`events.engine.check_bounds`, :func:`events.engine.check_budget`)."""
     from .. import _limits
 
     for x in args.load:
@@ -38,6 +38,9 @@ def check_wan_args(args) -> None:
                          "> 0")
     if not (math.isfinite(args.max_sim_s) and args.max_sim_s > 0):
         raise ValueError(f"--max-sim-s {args.max_sim_s:g} s: must be a finite number of seconds > 0")
+    if not (math.isfinite(args.budget_s) and 0 < args.budget_s <= 86400):
+        raise ValueError(f"--budget-s {args.budget_s:g}: must be a number of seconds in (0, 86400] "
+                         "(the wall time the runs may be estimated to take)")
     if not 1 <= args.workers <= _limits.MAX_LOCAL_WORKERS:
         raise ValueError(f"--workers {args.workers}: must be a whole number of processes in 1 .. "
                          f"{_limits.MAX_LOCAL_WORKERS} (each is a Python process of a few hundred MB)")
@@ -54,6 +57,7 @@ def _wan(args) -> int:
     import events
     import numpy as np
 
+    from .. import _limits
     from ..queueing import accuracy, shared_wan_step_s
     from ..step import step_s
 
@@ -61,13 +65,15 @@ def _wan(args) -> int:
 
     args.load = list(LOADS) if args.load is None else args.load
     args.steps = STEPS if args.steps is None else args.steps
+    args.budget_s = _limits.MAX_ENGINE_S if args.budget_s is None else args.budget_s
     check_wan_args(args)
     sc = with_cluster(load_scenario(args), args.dcs, args.topology)
     variants = variant_ids("--variant", args.variant, sc) if args.variant else None
     seeds = list(range(args.seed, args.seed + args.seeds))
     ds = events.sweep(sc, load=list(args.load), seed=seeds, steps=args.steps,
                       bandwidth=args.bandwidth, variant=variants,
-                      scheduler=args.scheduler, n_workers=args.workers, max_sim_s=args.max_sim_s)
+                      scheduler=args.scheduler, n_workers=args.workers, max_sim_s=args.max_sim_s,
+                      budget_s=args.budget_s)
     if args.bandwidth is not None:
         sc = sc.replace(wan_Bps=args.bandwidth * 1e9)
     import jax.numpy as jnp
@@ -113,6 +119,8 @@ def _wan(args) -> int:
 
 
 def register_cli(sub) -> None:
+    from .. import _limits
+
     p = sub.add_parser("wan", help="step times on a WAN shared with other jobs (event engine)",
                        description="Run the shared-WAN event engine for every variant at each "
                                    "load and print step times beside the queueing approximation.")
@@ -137,6 +145,9 @@ def register_cli(sub) -> None:
     p.add_argument("--workers", type=int, default=2, help="LocalCluster workers (default 2)")
     p.add_argument("--max-sim-s", type=float, default=3600.0, dest="max_sim_s",
                    help="bound on each run's simulated time, s (default 3600)")
+    p.add_argument("--budget-s", type=float, default=None, dest="budget_s", metavar="SECONDS",
+                   help="refuse, before any run, a sweep estimated to take longer than this on "
+                        f"its workers, s (default {_limits.MAX_ENGINE_S:g})")
     p.add_argument("--out", metavar="FILE.nc", help="also write the runs as netCDF")
     scenario_arg(p)
     p.set_defaults(func=_wan)

@@ -448,6 +448,54 @@ def _schema() -> dict:
     return json.loads((Path(__file__).parent / "results.schema.json").read_text(encoding="utf-8"))
 
 
+class _NotFinite:
+    """A number in a results.json that is not a finite float as typed (NaN, Infinity, 1e999, an
+    integer past 1e308): bandjax writes none (``allow_nan=False``, null where there is none)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+MAX_INT_DIGITS = 308  # an integer of more digits is past the largest float
+
+
+def _finite_json(text: str):
+    """``json.loads(text)``, with every number that is not a finite float as a
+    :class:`_NotFinite`; and the first such one as ("path", "the number as typed", cut to 40
+    characters), or None."""
+    import math
+
+    found = []
+
+    def mark(s):
+        found.append(s)
+        return _NotFinite(s)
+
+    def number(s):
+        x = float(s)
+        return x if math.isfinite(x) else mark(s)
+
+    def integer(s):
+        return int(s) if len(s.lstrip("-")) <= MAX_INT_DIGITS else mark(s)
+
+    doc = json.loads(text, parse_constant=mark, parse_float=number, parse_int=integer)
+    if not found:
+        return doc, None
+
+    def where(x, path):
+        if isinstance(x, _NotFinite):
+            shown = x.text if len(x.text) <= 40 else f"{x.text[:20]}...({len(x.text)} digits)"
+            return path or "(the document)", shown
+        items = x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, list) else ()
+        for k, v in items:
+            hit = where(v, f"{path}.{k}" if path else str(k))
+            if hit:
+                return hit
+        return None
+
+    return doc, where(doc, "")
+
+
 def read_results(path: str | Path, scenario: Scenario) -> Results:
     """The sections of a results.json written by ``bandjax report`` for ``scenario``; an error if
     it was written for another scenario or is not a report (a section with a key missing or
@@ -461,7 +509,7 @@ def read_results(path: str | Path, scenario: Scenario) -> Results:
 
     recover(Path(path).parent)  # a report whose writing was killed between its two renames
     try:
-        results = json.loads(read_bounded_text(path, "--results", MAX_RESULTS_BYTES))
+        results, not_finite = _finite_json(read_bounded_text(path, "--results", MAX_RESULTS_BYTES))
     except FileNotFoundError:
         raise ValueError(f"--results {str(path)!r}: no such file") from None
     except json.JSONDecodeError as e:
@@ -469,6 +517,9 @@ def read_results(path: str | Path, scenario: Scenario) -> Results:
     except RecursionError:
         raise ValueError(f"--results {str(path)!r}: nested too deeply to be a bandjax report") from None
     where = f"--results {str(path)!r}"
+    if not_finite:
+        raise ValueError(f"{where}: not a bandjax report: {not_finite[0]} = {not_finite[1]} "
+                         "(bandjax writes finite numbers only, and null where there is none)")
     check_schema(results, where, types=False)
     try:  # the typed sections name a renamed or missing key by its section
         sections = Results.of(results)

@@ -361,11 +361,11 @@ def _start(scenario: Scenario, ctx: dict) -> dict:
     try:
         where = st["stack"].enter_context(events.client(scheduler, o["n_workers"]))
         if run_loads:
-            st["runs"] = submit(where, at_m, load=run_loads, seed=seeds,
-                                              steps=sized["steps"], max_sim_s=sized["max_sim_s"])
-        st["load0"] = submit(where, load0_sc, load=0.0, seed=0,
-                                           bandwidth=list(LOAD0_GBPS), steps=2 * H,
-                                           max_sim_s=max(events.MAX_SIM_S, 4 * load0_sim))
+            st["runs"] = submit(where, at_m, load=run_loads, seed=seeds, steps=sized["steps"],
+                                max_sim_s=sized["max_sim_s"], budget_s=float(o["budget_s"]))
+        st["load0"] = submit(where, load0_sc, load=0.0, seed=0, bandwidth=list(LOAD0_GBPS),
+                             steps=2 * H, max_sim_s=max(events.MAX_SIM_S, 4 * load0_sim),
+                             budget_s=float(o["budget_s"]))
     except (ValueError, RuntimeError) as e:  # a bound the estimate missed: told by build
         st["stack"].close()
         st["error"] = e
@@ -683,12 +683,15 @@ def shared_wan_view(sc: Scenario, results: Results | dict | None) -> View:
             view.conclusion.append(
                 f"Fastest mean step at load {float(loads[0]):g}: {short(best0)}; at load "
                 f"{float(loads[top]):g}: {short(best1)}.")
+    # the sizes the runs used: the sizing may have made the sync's messages larger
+    msg = _mb(float((sw.sizing or {}).get("message_B", sc.wan_message_B)))
+    bg = _mb(float(sc.background_B))
     view.assumptions = [
-        "Each WAN direction is one first-come-first-served link; other jobs send 1 MB transfers as "
-        "a Poisson process at load x bandwidth.",
-        "The sync's WAN bytes go as 1 MB messages, one after another; a run is seeded.",
-        "Queues are counted in transfers waiting on the link (other jobs' and the sync's, up to "
-        "1 MB each); the sync's bytes left (both directions) in MB (1e6 bytes).",
+        f"Each WAN direction is one first-come-first-served link; other jobs send {bg} transfers "
+        "as a Poisson process at load x bandwidth.",
+        f"The sync's WAN bytes go as {msg} messages, one after another; a run is seeded.",
+        f"Queues are counted in transfers waiting on the link (other jobs' of {bg}, the sync's of "
+        f"up to {msg}); the sync's bytes left (both directions) in MB (1e6 bytes).",
     ]
     if sw.sizing and sw.sizing.get("notes"):
         view.assumptions.append("The engine's runs, sized to its budget: "
