@@ -297,7 +297,7 @@ def _cell(args) -> dict:
 
 def engine_table(dcs=(2, 3, 4, 8), topologies=("ring", "mesh"), loads=(0.5, 0.7, 0.9, 0.95),
                  gbps: float = 12.5, processes: int = 1, out: str | None = None,
-                 first=("adamw", "band_switch"), **kw) -> list:
+                 first=None, **kw) -> list:
     """:func:`steady_state_mean` for every variant of the reference scenario at ``gbps`` GB/s
     per link, each K and topology (at K = 2 only the ring: both are the same two links) and
     load. Cells run on ``processes`` worker processes: the variants ``first`` before the others
@@ -306,6 +306,10 @@ def engine_table(dcs=(2, 3, 4, 8), topologies=("ring", "mesh"), loads=(0.5, 0.7,
     load (fewest links); each
     finished cell prints a progress line to stderr and, with ``out``, rewrites that JSON file
     (a list of cells, in the order they finished); cells already in ``out`` are kept, not rerun."""
+    if first is None:  # the variants with the most and the fewest messages a sync
+        sc0 = bandjax.reference()
+        per = {v: events.build(sc0, v).wan_B / float(sc0.wan_message_B) for v in sc0.ids}
+        first = (max(per, key=per.get), min(per, key=per.get))
     cells = [(K, top, vid, load, gbps, kw) for K in dcs
              for top in (topologies if K > 2 else topologies[:1])
              for vid in bandjax.variants.IDS for load in loads]

@@ -12,13 +12,11 @@ last test (pytest -s)."""
 from __future__ import annotations
 
 import collections
-import contextlib
 import copy
 import csv
 import io
 import json
 import math
-import signal
 import warnings
 
 import pytest
@@ -31,27 +29,10 @@ from bandjax import cli
 from bandjax.calibration import CalibrationWarning
 from bandjax.report import explorer
 
-CASE_S = 20  # a case that takes longer is a hang
+from test_hostile import CASE_S, Hang, bounded  # one bound on a case: past it, a hang
+
 TALLY = collections.Counter()
 SETTINGS = dict(deadline=None, suppress_health_check=list(HealthCheck))
-
-
-class Hang(Exception):
-    pass
-
-
-@contextlib.contextmanager
-def bounded(seconds=CASE_S):
-    def on_alarm(signum, frame):
-        raise Hang(f"over {seconds} s")
-
-    old = signal.signal(signal.SIGALRM, on_alarm)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def run_cli(argv, capsys, allowed=(0, 2)) -> tuple[int, str, str]:
