@@ -232,11 +232,14 @@ def _read_file(path: Path) -> list[dict]:
     return rows
 
 
-def _float(where: str, value) -> float:
-    """``float(value)``; an integer past the largest float (TOML's and Python's are unbounded) is
-    a :class:`CalibrationError` naming ``where``."""
+def _float(where: str, value, expected: str = "a number") -> float:
+    """``float(value)``; a value that is not a number (a list from a TOML array, text), or an
+    integer past the largest float (TOML's and Python's are unbounded), is a
+    :class:`CalibrationError` naming ``where``, the value and what was ``expected``."""
     try:
         return float(value)
+    except (TypeError, ValueError):
+        raise CalibrationError(f"{where} = {value!r}: expected {expected}") from None
     except OverflowError:
         text = str(value)
         shown = text if len(text) <= 40 else f"{text[:20]}...({len(text.lstrip('-'))} digits)"
@@ -268,13 +271,7 @@ def _step_values(i: int, row: dict) -> list[float]:
         else:
             if isinstance(v, (bool, np.bool_)):
                 raise CalibrationError(f"{where} = {v!r}: expected a number, not a boolean")
-            try:
-                s = _float(where, v) * STEP_UNITS[key]
-            except (TypeError, ValueError) as e:
-                if isinstance(e, CalibrationError):
-                    raise
-                raise CalibrationError(f"{where} = {v!r}: expected a number (the unit is in the "
-                                       "column name)") from None
+            s = _float(where, v, "a number (the unit is in the column name)") * STEP_UNITS[key]
         if not (math.isfinite(s) and s > 0):
             raise CalibrationError(f"{where} = {v!r}: a step time must be a finite number > 0")
         out.append(s)

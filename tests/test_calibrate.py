@@ -440,3 +440,15 @@ def test_rows_may_mix_single_runs_and_repeats():
     s_w = math.sqrt(sum(np.sum((r / r.mean() - 1) ** 2) for r in rep) / 36)
     assert rows.scale_known and rows.pure_dof == 36 and rows.pure_rel_sd == pytest.approx(s_w, rel=1e-12)
     np.testing.assert_allclose(rows.sigma, [r.mean() * s_w / math.sqrt(len(r)) for r in runs], rtol=1e-12)
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("model", [1, 2], r"row 1: model = \[1, 2\]: expected a number$"),
+    ("step_ms", [4.0, "y"], r"row 1: step_ms = 'y': expected a number \(the unit is in the column name\)$"),
+])
+def test_a_cell_that_is_not_a_number_is_named(key, value, message):
+    """A TOML array where one number belongs (or a word among repeats) is a CalibrationError naming
+    the row, the column and the value, not a TypeError (found by the generated tables)."""
+    row = {"variant": "adamw", "step_ms": 4.0, key: value}
+    with pytest.raises(C.CalibrationError, match=message):
+        bandjax.calibrate([row], fit=["d.adamw"])
