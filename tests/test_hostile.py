@@ -48,18 +48,28 @@ def bounded(seconds=CASE_S):
         signal.signal(signal.SIGALRM, old)
 
 
+@contextlib.contextmanager
+def tallied(tally, passes=()):
+    """A case run under :func:`bounded`: a hang or any exception but ``passes`` is counted in
+    ``tally`` ("hangs", "tracebacks") and raised (the case fails); ``passes`` go by uncounted."""
+    try:
+        with bounded():
+            yield
+    except passes:
+        raise
+    except Hang:
+        tally["hangs"] += 1
+        raise
+    except BaseException:
+        tally["tracebacks"] += 1
+        raise
+
+
 def run_main(argv, capsys) -> tuple[int, str]:
     """``cli.main(argv)`` in this process: (exit status, stderr); a traceback or hang fails."""
     TALLY["inputs"] += 1
-    try:
-        with bounded():
-            rc = cli.main([str(a) for a in argv])
-    except Hang:
-        TALLY["hangs"] += 1
-        raise
-    except BaseException:
-        TALLY["tracebacks"] += 1
-        raise
+    with tallied(TALLY):
+        rc = cli.main([str(a) for a in argv])
     err = capsys.readouterr().err
     assert rc in (0, 2), (argv, rc, err)
     if rc == 2:

@@ -29,7 +29,7 @@ from bandjax import cli
 from bandjax.calibration import CalibrationWarning
 from bandjax.report import explorer
 
-from test_hostile import CASE_S, Hang, bounded  # one bound on a case: past it, a hang
+from test_hostile import CASE_S, bounded, tallied  # one bound on a case: past it, a hang
 
 TALLY = collections.Counter()
 SETTINGS = dict(deadline=None, suppress_health_check=list(HealthCheck))
@@ -39,16 +39,9 @@ def run_cli(argv, capsys, allowed=(0, 2)) -> tuple[int, str, str]:
     """``cli.main(argv)`` in this process: (exit status, stdout, the error line); a traceback, a
     hang, another status or more than one line on stderr fails."""
     TALLY["cases"] += 1
-    try:
-        with bounded(), warnings.catch_warnings():
-            warnings.simplefilter("ignore", CalibrationWarning)
-            rc = cli.main([str(a) for a in argv])
-    except Hang:
-        TALLY["hangs"] += 1
-        raise
-    except BaseException:
-        TALLY["tracebacks"] += 1
-        raise
+    with tallied(TALLY), warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalibrationWarning)
+        rc = cli.main([str(a) for a in argv])
     out, err = capsys.readouterr()
     assert rc in allowed, (argv, rc, err)
     assert "Traceback" not in err, err
@@ -270,7 +263,7 @@ def test_generated_rows_through_the_api(compiled, data):
     snapshot = copy.deepcopy(rows)
     TALLY["cases"] += 1
     try:
-        with bounded(), warnings.catch_warnings():
+        with tallied(TALLY, passes=ValueError), warnings.catch_warnings():
             warnings.simplefilter("ignore", CalibrationWarning)
             cal = bj.calibrate(rows, fit=["d.adamw"])
     except ValueError as e:
@@ -279,12 +272,6 @@ def test_generated_rows_through_the_api(compiled, data):
         assert "\n" not in msg and ("row" in msg or "fit" in msg or "measurements" in msg
                                     or "variant" in msg), (done, msg)
         return
-    except Hang:
-        TALLY["hangs"] += 1
-        raise
-    except BaseException:
-        TALLY["tracebacks"] += 1
-        raise
     TALLY["accepted"] += 1
     expected = [_step_s(r.get("step_ms")) for r in snapshot]
     assert all(x is not None for x in expected), (done, snapshot)  # an invalid step was read
