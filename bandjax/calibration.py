@@ -857,6 +857,11 @@ def calibrate(measurements, fit: Sequence[str], scenario: Scenario | None = None
     x, JtJ, chi2, ok = jax.jit(problem.solve)(jnp.asarray(problem.search(x0)),
                                               jnp.asarray(rows.y), jnp.asarray(rows.sigma))
     x, JtJ = np.asarray(x), np.asarray(JtJ)
+    if not np.all(np.isfinite(JtJ)):  # a weight 1/sigma^2 or a derivative past the float range
+        raise CalibrationError(
+            f"the rows cannot be weighed: the smallest step time is {float(np.min(rows.y)):.3g} s "
+            f"and the smallest spread {float(np.min(rows.sigma)):.3g} s, too small for 64-bit "
+            "floats; give step times in the rows' real scale (ms columns take milliseconds)")
     dof = len(rows) - len(problem.names)
     cov, cond, q, misfit_p, scaled = statistics(JtJ, chi2, rows, len(problem.names))
     identifiable = bool(np.all(np.isfinite(np.diag(cov))))

@@ -452,3 +452,15 @@ def test_a_cell_that_is_not_a_number_is_named(key, value, message):
     row = {"variant": "adamw", "step_ms": 4.0, key: value}
     with pytest.raises(C.CalibrationError, match=message):
         bandjax.calibrate([row], fit=["d.adamw"])
+
+
+def test_rows_too_small_to_weigh_are_refused_by_name():
+    """A step of 1e-320 ms (a denormal second) makes the weights overflow: a CalibrationError that
+    says so, not a NaN fit or a warning from the eigen-decomposition (found by the generated
+    tables)."""
+    rows = [{"variant": "band_switch", "step_ms": 5.0, "bandwidth": 12.5},
+            {"variant": "adamw", "step_ms": 4.0}, {"variant": "adamw", "step_ms": 4.1},
+            {"variant": "band_switch", "step_ms": [1e-320]}]
+    with pytest.raises(C.CalibrationError, match=r"the rows cannot be weighed: the smallest step "
+                                                 r"time is 9\.88e-324 s"):
+        bandjax.calibrate(rows, fit=["d.adamw"])
