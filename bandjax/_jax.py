@@ -70,15 +70,21 @@ for _name, _value in cache_settings(configured_dir=jax.config.jax_compilation_ca
 
 @functools.cache
 def quick_compile() -> dict:
-    """``compiler_options`` for the root searches, whose first call is mostly XLA compiling.
+    """``compiler_options`` for calls whose first run is mostly XLA compiling: the root searches,
+    and the sweeps of small grids (:data:`bandjax.grid.QUICK_CELLS`).
 
-    XLA's older loop emitters on the CPU compile a root search in about half the time of the
-    fusion emitters (0.42 s against 0.80 s for the elasticities of a break-even over the budget;
-    ``benchmarks/compile_bench.py``) and run it about as fast (1.3e6 against 1.4e6 roots/s in
-    ``benchmarks/uncertainty.py``); the dense sweeps and winner maps keep the default, which runs
-    them faster. An XLA that no longer knows the option gets the default ({}).
+    Two options, each measured on this code (``benchmarks/compile_bench.py``):
+    - XLA's older loop emitters on the CPU compile a root search in about half the time of the
+      fusion emitters (0.42 s against 0.80 s for the elasticities of a break-even over the budget)
+      and run it about as fast (1.3e6 against 1.4e6 roots/s in ``benchmarks/uncertainty.py``);
+    - LLVM's optimisation level 0 (``xla_backend_optimization_level``) takes about a third off
+      what is left: the reference report's closed forms, searches and sweeps compile in 9.6 s
+      against 15.0 s (its shared-WAN section left out), and a sweep of 7,200 cells compiles in
+      0.24 s against 0.62 s, then runs in 1.9 ms against 1.3 ms.
+    The dense sweeps, winner maps and the queueing approximation keep the default, which runs them
+    faster. An XLA that does not know an option gets the default ({}).
     """
-    opts = {"xla_cpu_use_fusion_emitters": False}
+    opts = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 0}
     try:
         jax.jit(lambda x: x + 1, compiler_options=opts).lower(1.0).compile()
     except Exception:  # an unknown option, or a jax without compiler_options

@@ -721,6 +721,9 @@ def _times_over_enob_bandwidth(sc: Scenario, enob, wan_Bps, steps):
     return time_to_target_s(sc, steps[:, None, :])
 
 
+_times_over_enob_bandwidth = _jax.quick(_times_over_enob_bandwidth)  # a few hundred cells, once
+
+
 def enob_break_even(sc: Scenario, a: str, b: str, GBps, *, basis: str = "hypothesis") -> np.ndarray:
     """The lowest measured ENOB at which in-transit variant a still beats b, at each bandwidth.
 

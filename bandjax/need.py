@@ -30,7 +30,7 @@ reachable where any R_ij <= 0: still a closed form, one per link, and its maximu
 
 from __future__ import annotations
 
-from . import _jax  # noqa: F401  (64-bit floats, the Scenario PyTree)
+from . import _jax  # 64-bit floats, the Scenario PyTree; compile options
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -140,6 +140,9 @@ def needed_Bps(sc: Scenario, utilisation, lo_Bps, hi_Bps):
             jnp.broadcast_to(cap, shape).astype(jnp.int8))
 
 
+_needed_once = _jax.quick(needed_Bps)  # required_bandwidth's grids are evaluated once
+
+
 @jax.jit
 def needed_H(sc: Scenario, utilisation):
     """The fewest inner steps a round, H, at which each variant's compute utilisation reaches
@@ -212,7 +215,7 @@ def required_bandwidth(scenario: Scenario | None = None, utilisation=DEFAULT_UTI
                          "0 < lowest < highest")
     u = _check_targets(utilisation)
     g = parse(sc, variant=variant, **grid)
-    bandwidth, status, cap = needed_Bps(scenario_arrays(sc, g), u, lo * 1e9, hi * 1e9)
+    bandwidth, status, cap = _needed_once(scenario_arrays(sc, g), u, lo * 1e9, hi * 1e9)
     index = np.asarray(g.index)
     bandwidth, status, cap = (np.take(np.asarray(x), index, axis=-1) for x in (bandwidth, status, cap))
     shape = (u.size, *g.shape, index.size)

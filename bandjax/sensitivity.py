@@ -105,8 +105,9 @@ def _field_elasticities(sc: Scenario, ia, ib, steps_a, steps_b, x, k: int, names
     return jnp.stack([one_root(u[..., r]) for r in range(u.shape[-1])], axis=-2)
 
 
-_quick_crossing = _jax.quick(crossing_elasticities,
-                             static_argnames=("k", "bandwidth", "grid", "max_roots"))
+quick_crossing_elasticities = _jax.quick(crossing_elasticities,
+                                         static_argnames=("k", "bandwidth", "grid", "max_roots"))
+""":func:`crossing_elasticities` compiled for a call made once (:func:`bandjax._jax.quick`)."""
 _quick_field = _jax.quick(_field_elasticities, static_argnames=("k", "names"))
 
 
@@ -134,7 +135,7 @@ def elasticities(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
     ia, ib = sc.ids.index(result.a), sc.ids.index(result.b)
     k = every.index(result.parameter)
     if result.parameter == "wan_Bps":
-        jac = np.asarray(_quick_crossing(
+        jac = np.asarray(quick_crossing_elasticities(
             sc, ia, ib, result.steps_a, result.steps_b, result.lo, result.hi, k, bandwidth=True,
             grid=grid, max_roots=result.x.shape[-1]))
         return result, {n: jac[..., every.index(n)] for n in names}
