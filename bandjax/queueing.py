@@ -52,6 +52,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import erfcx, log_ndtr, ndtr
 
+from . import _jax
 from .scenario import Scenario
 from .links import differ
 from .step import COMPONENTS, col, fragment_parts_s, sum_parts, sync_method, traffic_B, window_s
@@ -135,10 +136,28 @@ def check_links(sc: Scenario) -> None:
             "(events.run / events.sweep), which gives each link its own capacity and latency")
 
 
-_FIXED_POINT_ITERATIONS = 40
+# The backlog's fixed point: Steffensen steps (two steps of the map each) until no cell's backlog
+# moves by more than _FIXED_POINT_TOL of itself plus one background transfer, at most
+# _FIXED_POINT_STEPS; first on _COARSE_GRID, then on _GRID from there. Plain iteration contracts
+# slowly near load 1 (40 steps left the 2-DC ring 3.6% off its fixed point at load 0.95 with
+# 16 MB messages, 26% at 0.98); the accelerated steps reach it in a few.
+_FIXED_POINT_STEPS = 50
+_FIXED_POINT_TOL = 1e-10
 # Gauss-Laguerre nodes and weights: the backlog a sync leaves is taken as exponential.
 _LAGUERRE_X, _LAGUERRE_W = (jnp.asarray(a) for a in np.polynomial.laguerre.laggauss(24))
-_GRID = jnp.linspace(0.0, 1.0, 1601) ** 2  # denser near the base, where F rises
+
+
+def _squared_nodes(n: int) -> tuple:
+    """Nodes q = t^2 in [0, 1] (t uniform, ``n`` intervals, n even), denser near q = 0, and
+    Simpson's weights in t for integrals over q (dq = 2 t dt): int_0^1 f(q) dq ~ sum w f(q)."""
+    t = np.linspace(0.0, 1.0, n + 1)
+    simpson = np.ones(n + 1)
+    simpson[1:-1:2], simpson[2:-1:2] = 4.0, 2.0
+    return jnp.asarray(t ** 2), jnp.asarray(simpson * 2 * t / (3 * n))
+
+
+_GRID = _squared_nodes(400)  # expected_max_s's quadrature
+_COARSE_GRID = _squared_nodes(100)  # the fixed point's first approach
 
 
 def _geometric(rho, k):
@@ -237,7 +256,7 @@ _BACKLOG_PIECES = 16  # pieces of the backlog's exponential, each with its own s
 
 
 def expected_max_s(base_s, noise_s, busy, tail_s, links, spread_per_s=0.0,
-                   pieces=_BACKLOG_PIECES):
+                   pieces=_BACKLOG_PIECES, grid=_GRID):
     """E[max over L iid links] of a link's sync time X = base + N + E, s, minus E[X]:
 
         E = 0 with probability 1 - busy, else exponential of mean tail
@@ -248,8 +267,9 @@ def expected_max_s(base_s, noise_s, busy, tail_s, links, spread_per_s=0.0,
                                      a longer sync (a larger backlog) gathers more of it
 
     ``spread_per_s`` (s, the variance N gains per second that E adds) is 0 for a spread that does
-    not depend on the backlog. E[max] = lo + integral over [lo, hi] of 1 - F(x)^L dx (trapezoid
-    rule, :data:`_GRID` nodes), F(x) = (1 - busy) Phi(x / noise) + busy P(E + N <= x); the
+    not depend on the backlog. E[max] = lo + integral over [lo, hi] of 1 - F(x)^L dx (Simpson's
+    rule on ``grid``'s nodes, :func:`_squared_nodes`, 400 intervals by default),
+    F(x) = (1 - busy) Phi(x / noise) + busy P(E + N <= x); the
     backlog's part is summed over ``pieces`` pieces [e_a, e_b] of E (a whole number, outside
     jit), each with the spread at E's mean on the piece, sigma, in closed form:
 
@@ -262,7 +282,9 @@ def expected_max_s(base_s, noise_s, busy, tail_s, links, spread_per_s=0.0,
     piece's mean, weighted by the piece's probability. [lo, hi] spans 10
     noise below base to base + 10 noise + (ln L + 30) tail (noise at that backlog), where
     1 - F < 1e-13 / L. The rule is good to about 1e-5 of the spread (noise + tail); the result is
-    0 for L = 1 to that accuracy.
+    0 for L = 1 to that accuracy. On the shared-WAN steps it is within 2.1e-6 of Simpson's rule on
+    6,400 intervals (the trapezoid rule on 1,600 intervals, used before: 2.7e-6), measured over
+    K = 2 to 8, ring and mesh, loads 0 to 0.98, 1 and 16 MB messages.
     """
     L = links[..., None]
     sd = jnp.maximum(noise_s, 1e-9 * (base_s + tail_s))[..., None]
@@ -271,7 +293,8 @@ def expected_max_s(base_s, noise_s, busy, tail_s, links, spread_per_s=0.0,
     top = (jnp.log(L) + 30) * theta  # the backlog beyond it has probability < 1e-13 / L
     lo = -10 * sd
     hi = 10 * jnp.sqrt(sd ** 2 + rate * top) + top
-    u = lo + (hi - lo) * _GRID
+    nodes, weights = grid
+    u = lo + (hi - lo) * nodes
     p = busy[..., None]
     # the backlog's pieces: edges e_j = top (j / J)^2, denser near 0 where most of its mass is
     edges = top[..., None] * (jnp.arange(pieces + 1) / pieces) ** 2
@@ -301,8 +324,31 @@ def expected_max_s(base_s, noise_s, busy, tail_s, links, spread_per_s=0.0,
     idle = first_passage_cdf(base_s[..., None] + u, base_s[..., None], sd)
     F = jnp.clip((1 - p) * idle + p * backlog, 0.0, 1.0)
     g = 1 - F ** L
-    integral = jnp.sum((g[..., 1:] + g[..., :-1]) / 2 * jnp.diff(u, axis=-1), axis=-1)
+    integral = (hi - lo)[..., 0] * jnp.sum(weights * g, axis=-1)
     return lo[..., 0] + integral - busy * tail_s
+
+
+def _fixed_point(drain, v, scale):
+    """v = drain(v) for every cell, from ``v``: Steffensen steps (Aitken's extrapolation of two
+    steps of the map, or the second step where the extrapolation is undefined or negative) until
+    no cell moves by more than :data:`_FIXED_POINT_TOL` (|v| + scale), at most
+    :data:`_FIXED_POINT_STEPS` steps."""
+
+    def step(state):
+        i, v, _ = state
+        # the map's two steps as one loop body, so that it is compiled once
+        v2, (_, v1) = jax.lax.scan(lambda x, _: (drain(x), x), v, None, length=2)
+        d = v2 - 2 * v1 + v
+        aitken = v - (v1 - v) ** 2 / jnp.where(d != 0, d, 1.0)
+        new = jnp.where((d != 0) & jnp.isfinite(aitken) & (aitken >= 0), aitken, v2)
+        moved = jnp.max(jnp.abs(new - v) / (jnp.abs(new) + scale), initial=0.0)
+        return i + 1, new, moved
+
+    def going(state):
+        i, _, moved = state
+        return (i < _FIXED_POINT_STEPS) & (moved > _FIXED_POINT_TOL)
+
+    return jax.lax.while_loop(going, step, (0, v, jnp.inf))[1]
 
 
 @jax.jit
@@ -345,7 +391,7 @@ def shared_wan_step_s(sc: Scenario, load):
     def round_s(mean, lag):
         return H * c + F * jnp.maximum(0.0, other + mean + lag - hidden)
 
-    def update(backlog, pieces):
+    def update(backlog, pieces, grid=_GRID):
         mean, var, residual = sync_s(wan_B, B, m, m_bg, rho, backlog)
         g = _geometric(rho, jnp.maximum(jnp.ceil(wan_B / m), 1.0))
         busy = jnp.clip(rho, 1e-12, 1.0)
@@ -354,7 +400,8 @@ def shared_wan_step_s(sc: Scenario, load):
         base = mean - g * backlog
         spread = jnp.maximum(var - (g * backlog) ** 2, 0.0) / jnp.maximum(mean, 1e-300)
         lag = jnp.where(rho > 0, expected_max_s(base, jnp.sqrt(spread * base), busy,
-                                                g * backlog / busy, links, spread, pieces), 0.0)
+                                                g * backlog / busy, links, spread, pieces, grid),
+                        0.0)
         G = round_s(mean, lag) / F - mean  # a link's time between two fragment syncs
         idle = jnp.sum(_LAGUERRE_W * idle_s(G[..., None], residual[..., None] * _LAGUERRE_X,
                                               rho[..., None], (m_bg / B)[..., None]), axis=-1)
@@ -363,7 +410,14 @@ def shared_wan_step_s(sc: Scenario, load):
     shape = jnp.broadcast_shapes(rho.shape, other.shape, wan_B.shape, B.shape, hidden.shape)
     # the fixed point's drain time takes the link's law in one piece (the spread at the backlog's
     # mean): it enters through the time away from the sync only, and the loop is the cost
-    backlog = jax.lax.fori_loop(0, _FIXED_POINT_ITERATIONS, lambda _, v: update(v, 1)[0],
-                                jnp.broadcast_to(w0, shape))
+    scale = jnp.broadcast_to(m_bg / B, shape)
+    backlog = jnp.broadcast_to(w0, shape)
+    for grid in (_COARSE_GRID, _GRID):
+        backlog = _fixed_point(lambda v, grid=grid: update(v, 1, grid)[0], backlog, scale)
     _, mean, lag = update(backlog, _BACKLOG_PIECES)
     return round_s(mean, lag) / H
+
+
+shared_wan_step_once_s = _jax.quick(shared_wan_step_s, options=_jax.loop_emitters)
+""":func:`shared_wan_step_s` compiled for the one or two calls of a report or a command
+(:func:`bandjax._jax.loop_emitters`: a quarter less to compile, as fast to run)."""

@@ -36,6 +36,34 @@ def test_faster_wan_never_slower():
     assert np.all(np.diff(steps, axis=0) < 0)
 
 
+def test_the_fixed_point_solver_reaches_a_slow_maps_point():
+    # a map that contracts by 0.999 a step: 40 plain steps from 0 get 3.9% of the way to its
+    # point 2; Steffensen's steps get there (to the solver's relative 1e-10)
+    from bandjax.queueing import _fixed_point
+
+    v = _fixed_point(lambda x: 0.999 * x + 2e-3, jnp.zeros(3), jnp.full(3, 1e-6))
+    np.testing.assert_allclose(np.asarray(v), 2.0, rtol=1e-9)
+
+
+def test_the_backlog_is_at_its_fixed_point_near_load_one(monkeypatch):
+    # 16 MB messages on two DCs at loads 0.95 and 0.98, where plain iteration contracts slowly:
+    # the answer is the one 4,000 plain steps of the same map give (a slow, independent route
+    # to the same fixed point; 40 plain steps fell 3.6% and 26% short of it)
+    from bandjax import queueing
+
+    sc = bandjax.reference().replace(wan_message_B=16e6)
+    loads = jnp.asarray([0.95, 0.98])
+    solved = np.asarray(shared_wan_step_s(sc, loads))
+
+    def plain(drain, v, scale):
+        return jax.lax.fori_loop(0, 4000, lambda _, x: drain(x), v)
+
+    monkeypatch.setattr(queueing, "_fixed_point", plain)
+    # a new function, traced anew (jit keeps traces by function: the solver's would be reused)
+    slow = np.asarray(jax.jit(lambda s, x: shared_wan_step_s.__wrapped__(s, x))(sc, loads))
+    np.testing.assert_allclose(solved, slow, rtol=1e-8)
+
+
 def test_idle_brownian_limits():
     # no backlog, a long gap: idle ~ (1 - rho) G + v / (2 mu) - 0 (the running max's overshoot)
     G, rho, s_bg = 1.0, 0.5, 1e-4
@@ -91,7 +119,8 @@ def test_expected_max_limits():
     for L, e in [(1.0, 0.0), (2.0, 1 / np.sqrt(np.pi)), (3.0, 1.5 / np.sqrt(np.pi))]:
         got = float(expected_max_s(one, jnp.asarray(1e-6), jnp.asarray(1e-12), jnp.asarray(0.0),
                                    jnp.asarray(L)))
-        # the quadrature (1601 nodes over the span) is good to about 1e-5 of the spread
+        # the quadrature (Simpson's rule, 400 intervals over the span) is good to about 1e-5 of
+        # the spread
         assert got == pytest.approx(e * 1e-6, rel=0, abs=1e-5 * 1e-6), L
     # exponential only (a link always busy): E[max of L] = theta (1 + 1/2 + ... + 1/L)
     for L in (2.0, 56.0):

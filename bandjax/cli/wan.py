@@ -58,7 +58,7 @@ def _wan(args) -> int:
     import numpy as np
 
     from .. import _limits
-    from ..queueing import accuracy, shared_wan_step_s
+    from ..queueing import accuracy, shared_wan_step_once_s as shared_wan_step_s
     from ..step import step_s
 
     from ..report.sections.shared_wan import LOADS, STEPS, ci95, cluster_text, with_cluster

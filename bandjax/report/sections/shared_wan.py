@@ -380,7 +380,7 @@ def _approximations(scenario: Scenario, at_m: Scenario, loads: list) -> tuple:
     the engine runs (its message size); (None, None) where the links differ."""
     import jax.numpy as jnp
 
-    from ...queueing import shared_wan_step_s
+    from ...queueing import shared_wan_step_once_s as shared_wan_step_s
 
     if _links.differ(scenario):
         return None, None
