@@ -8,10 +8,10 @@ scenario (the event engine, the CLI's ``--help``) does not load jax.
 
 import functools
 import os
-from pathlib import Path
 
 import jax
 
+from ._cache import cache_folder
 from .scenario import LEAVES, Scenario
 
 # Byte counts of billion-parameter models and sub-microsecond terms need 64-bit floats.
@@ -21,42 +21,26 @@ jax.tree_util.register_dataclass(Scenario, data_fields=list(LEAVES), meta_fields
 
 # ------------------------------------------------------------------------ compilation cache
 
-CACHE_OFF_ENV = "BANDJAX_NO_CACHE"  # set to 1 (or true, yes): no compilation cache from bandjax
-CACHE_DIR_ENV = "BANDJAX_CACHE_DIR"  # a folder for the cache instead of the default
 # Compilations shorter than this are not written. JAX's own default, 1 s, would keep almost none
 # of bandjax's: a report makes 78, most under 0.5 s on 2 cores, and keeping all of them (1.3 MB)
 # made a second report in a new process faster than keeping those of 0.1 s or more (23-24 s
 # against 30-35 s, the same loaded machine, runs alternated).
 CACHE_MIN_COMPILE_S = 0.0
-_OFF = ("", "0", "false", "no", "off")
 
 
 def cache_settings(environ=None, configured_dir=None) -> dict:
     """The JAX options bandjax sets for its persistent compilation cache ({} when it sets none).
 
-    The cache is ``$BANDJAX_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/bandjax`` (an absolute
-    ``XDG_CACHE_HOME``), else ``~/.cache/bandjax``: the user's cache folder, never the working
-    directory. Nothing is set when ``BANDJAX_NO_CACHE`` is 1, when a cache folder is already
-    configured (``configured_dir``: ``JAX_COMPILATION_CACHE_DIR`` or ``jax.config``), or when no
-    home folder is known. The least compile time worth keeping is set only if the user has not
-    set ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS``.
+    The cache is bandjax's cache folder (:func:`bandjax._cache.cache_folder`:
+    ``$BANDJAX_CACHE_DIR``, else ``$XDG_CACHE_HOME/bandjax``, else ``~/.cache/bandjax``). Nothing
+    is set when ``BANDJAX_NO_CACHE`` is 1, when a cache folder is already configured
+    (``configured_dir``: ``JAX_COMPILATION_CACHE_DIR`` or ``jax.config``), or when no home folder
+    is known. The least compile time worth keeping is set only if the user has not set
+    ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS``.
     """
     env = os.environ if environ is None else environ
-    if env.get(CACHE_OFF_ENV, "").strip().lower() not in _OFF or configured_dir:
-        return {}
-    if env.get(CACHE_DIR_ENV):
-        path = Path(env[CACHE_DIR_ENV]).expanduser().absolute()
-    else:
-        xdg = env.get("XDG_CACHE_HOME", "")
-        if xdg and os.path.isabs(xdg):
-            base = Path(xdg)
-        else:
-            try:
-                base = Path.home() / ".cache"
-            except RuntimeError:  # no home folder known
-                return {}
-        path = base / "bandjax"
-    if not path.is_absolute():
+    path = None if configured_dir else cache_folder(env)
+    if path is None:
         return {}
     out = {"jax_compilation_cache_dir": str(path)}
     if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in env:

@@ -17,6 +17,12 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import functools
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
 
 import numpy as np
 import xarray as xr
@@ -383,23 +389,116 @@ def _gather(futures: list, total: int, progress: bool) -> list[dict]:
         return out
 
 
+RUN_CACHE_FOLDER = "engine"  # in bandjax's cache folder (:func:`run_cache_dir`)
+RUN_CACHE_KEEP = 5_000  # run summaries kept (0.6 KB each, 4 KB on disk); least recently used go
+
+
+def run_cache_dir(environ=None) -> Path | None:
+    """Where :func:`submit` may keep run summaries between processes: ``engine`` in bandjax's cache
+    folder (:func:`bandjax._cache.cache_folder`: ``BANDJAX_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/bandjax``, else ``~/.cache/bandjax``); ``None``, no cache, when
+    ``BANDJAX_NO_CACHE`` is set or no folder is known."""
+    from bandjax._cache import cache_folder
+
+    folder = cache_folder(environ)
+    return None if folder is None else folder / RUN_CACHE_FOLDER
+
+
+@functools.cache
+def _engine_digest() -> str:
+    """What decides a run's summary beyond its task: the engine's code (every module of this
+    package), and the versions of Python, NumPy (its random streams) and SimPy."""
+    import simpy
+
+    h = hashlib.sha256(repr((sys.version, np.__version__, simpy.__version__)).encode())
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+class _RunCache:
+    """Run summaries kept in ``folder``, one JSON file a run, named by the hash of the engine's
+    code and the run's task (its plan in plain floats, load, seed, steps and bound), all of which
+    a run is a function of: a seeded run gives the same summary every time. A file that cannot be
+    read or parsed is a miss; one that cannot be written is skipped."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+
+    def _path(self, task) -> Path:
+        key = hashlib.sha256(repr((_engine_digest(), task)).encode()).hexdigest()
+        return self.folder / f"{key}.json"
+
+    def get(self, task) -> dict | None:
+        path = self._path(task)
+        try:
+            summary = json.loads(path.read_text(encoding="utf-8"))
+            os.utime(path)  # recently used: kept longest
+        except (OSError, ValueError):
+            return None
+        return summary if isinstance(summary, dict) else None
+
+    def put(self, pairs: list) -> None:
+        from bandjax._io import atomic_write_bytes
+
+        try:
+            for task, summary in pairs:
+                text = json.dumps(summary, default=_plain)
+                atomic_write_bytes(self._path(task), text.encode("utf-8"))
+            if pairs:
+                kept = sorted(self.folder.glob("*.json"), key=_mtime, reverse=True)
+                for old in kept[RUN_CACHE_KEEP:]:
+                    old.unlink(missing_ok=True)
+        except (OSError, TypeError, ValueError):
+            pass
+
+
+def _plain(x):
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.floating):
+        return float(x)
+    raise TypeError(f"{type(x).__name__} is not JSON-ready")
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:  # removed meanwhile by another run
+        return 0.0
+
+
 class Pending:
     """A sweep started by :func:`submit`: :meth:`result` waits for its runs and gives the
     dataset :func:`sweep` would give."""
 
-    def __init__(self, job: _Job, futures: list):
-        self._job, self._futures = job, futures
+    def __init__(self, job: _Job, futures: list, kept: list | None = None,
+                 cache: _RunCache | None = None):
+        self._job, self._futures, self._cache = job, futures, cache
+        self._kept = [None] * len(job.tasks) if kept is None else kept
 
     def result(self, progress: bool = True) -> xr.Dataset:
-        return self._job.assemble(_gather(self._futures, len(self._job.tasks), progress))
+        fresh = iter(_gather(self._futures, len(self._futures), progress))
+        ran = [i for i, k in enumerate(self._kept) if k is None]
+        summaries = [k if k is not None else next(fresh) for k in self._kept]
+        if self._cache is not None:
+            self._cache.put([(self._job.tasks[i], summaries[i]) for i in ran])
+        return self._job.assemble(summaries)
 
 
 def submit(where, scenario: Scenario | None = None, *, load=0.0, seed=0, steps: int = 400,
            max_sim_s: float = engine.MAX_SIM_S, budget_s: float | None = None,
-           **grid) -> Pending:
+           cache_dir: Path | None = None, **grid) -> Pending:
     """Start :func:`sweep`'s runs at ``where`` (what :func:`client` yields: a process pool, a
     ``distributed.Client`` or "inline") and return at once, so this process can do other work
     meanwhile; ``.result()`` waits for them. Arguments as in :func:`sweep`, checked before any
-    run starts (a ``ValueError`` here, as there). With "inline" the runs go in ``.result()``."""
+    run starts (a ``ValueError`` here, as there). With "inline" the runs go in ``.result()``.
+
+    With ``cache_dir`` (:func:`run_cache_dir`, say), a run done before with the same engine code
+    is read back from there instead of run again (a seeded run's summary is the same each time),
+    and each new run's summary is kept there."""
     job = _Job(scenario, load, seed, steps, max_sim_s, grid, budget_s, _workers(where, 2))
-    return Pending(job, _submit(job.tasks, where))
+    cache = None if cache_dir is None else _RunCache(cache_dir)
+    kept = [None if cache is None else cache.get(t) for t in job.tasks]
+    todo = [t for t, k in zip(job.tasks, kept) if k is None]
+    return Pending(job, _submit(todo, where) if todo else [], kept, cache)

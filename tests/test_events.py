@@ -32,7 +32,7 @@ def test_events_source_never_imports_jax_or_the_closed_forms():
                  "bandjax.queueing", "bandjax.breakeven")
     # data and labels only: the scenario, the traffic description, the sweep arguments, the bounds
     allowed_bandjax = {"bandjax.scenario", "bandjax.variants", "bandjax.phases", "bandjax.labels",
-                       "bandjax.links", "bandjax._io",
+                       "bandjax.links", "bandjax._io", "bandjax._cache",
                        "bandjax._limits", "bandjax.sweepargs", "bandjax.units"}
     files = sorted(EVENTS_DIR.glob("*.py"))
     assert len(files) >= 4
@@ -306,6 +306,37 @@ def test_sweep_on_a_process_pool_gives_the_inline_runs_bit_for_bit():
         xr.testing.assert_identical(pending.result(progress=False), inline)
     with pytest.raises(ValueError, match=r"n_workers = 0: must be a whole number >= 1"):
         events.sweep(load=0.0, steps=1, scheduler="processes", n_workers=0, progress=False)
+
+
+def test_submit_reads_runs_done_before_from_its_cache(tmp_path, monkeypatch):
+    import xarray as xr
+
+    from events import engine
+    from events.runner import run_cache_dir, submit
+
+    grid = dict(load=[0.0, 0.5], seed=[0, 1], steps=6, bandwidth=[2.0, 12.5])
+    inline = events.sweep(scheduler="inline", progress=False, **grid)
+    folder = tmp_path / "engine"
+    first = submit("inline", cache_dir=folder, **grid).result(progress=False)
+    xr.testing.assert_identical(first, inline)
+    files = sorted(folder.glob("*.json"))
+    assert len(files) == 2 * 2 * 2 * len(variants.IDS)  # one summary a run
+
+    ran = []
+    real = engine.run_summary
+    monkeypatch.setattr(engine, "run_summary", lambda *a: ran.append(a) or real(*a))
+    again = submit("inline", cache_dir=folder, **grid).result(progress=False)
+    xr.testing.assert_identical(again, inline)  # the same dataset, bit for bit
+    assert ran == []  # every run read back, none run
+    # a run not done before is run (and kept); one whose file is unreadable is run again
+    files[0].write_text("{not json")
+    more = submit("inline", cache_dir=folder, **{**grid, "seed": [0, 1, 2]}).result(progress=False)
+    xr.testing.assert_identical(more.sel(seed=[0, 1]), inline)
+    per_seed = 2 * 2 * len(variants.IDS)
+    assert len(ran) == per_seed + 1 and len(list(folder.glob("*.json"))) == 3 * per_seed
+    # the cache is bandjax's cache folder's, and none where the caches are off
+    assert run_cache_dir({"BANDJAX_CACHE_DIR": str(tmp_path / "c")}) == tmp_path / "c" / "engine"
+    assert run_cache_dir({"BANDJAX_NO_CACHE": "1", "BANDJAX_CACHE_DIR": str(tmp_path)}) is None
 
 
 @pytest.mark.parametrize("H,shown", [(1.5, "1.5"), ([1, 2.5], "2.5")])

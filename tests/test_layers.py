@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # (layer, modules): a module may import its own layer and the layers above it in this list. A
 # name ending in ".*" covers a package's modules; the most specific name wins.
 LAYERS = (
-    ("foundations", ("bandjax.units", "bandjax._limits", "bandjax._io", "bandjax._budget_index",
+    ("foundations", ("bandjax.units", "bandjax._limits", "bandjax._io", "bandjax._cache", "bandjax._budget_index",
                      "bandjax.parameters")),
     ("variant registry", ("bandjax.variants",)),
     ("links as data", ("bandjax.links",)),

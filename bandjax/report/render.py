@@ -276,10 +276,10 @@ def figure_cache_dir(environ=None) -> Path | None:
     (``BANDJAX_CACHE_DIR``, else ``$XDG_CACHE_HOME/bandjax``, else ``~/.cache/bandjax``, as for
     its compilation cache in :mod:`bandjax._jax`); ``None``, no cache, when ``BANDJAX_NO_CACHE``
     is set or no folder is known."""
-    from .._jax import cache_settings
+    from .._cache import cache_folder
 
-    folder = cache_settings(environ).get("jax_compilation_cache_dir")
-    return None if folder is None else Path(folder) / CACHE_FOLDER
+    folder = cache_folder(environ)
+    return None if folder is None else folder / CACHE_FOLDER
 
 
 def _cache_key(spec: dict, renderer: str) -> str:

@@ -332,7 +332,7 @@ def _start(scenario: Scenario, ctx: dict) -> dict:
     import events
     from events.engine import estimate_events
     from events.plan import build as plan_of, sync_every
-    from events.runner import submit
+    from events.runner import run_cache_dir, submit
 
     o = _options(ctx)
     scenario = with_cluster(scenario, o["dcs"], o["topology"])
@@ -360,12 +360,14 @@ def _start(scenario: Scenario, ctx: dict) -> dict:
           "stack": contextlib.ExitStack(), "runs": None, "load0": None, "error": None}
     try:
         where = st["stack"].enter_context(events.client(scheduler, o["n_workers"]))
+        kept = run_cache_dir()  # runs done before (same engine, same task) are read back
         if run_loads:
             st["runs"] = submit(where, at_m, load=run_loads, seed=seeds, steps=sized["steps"],
-                                max_sim_s=sized["max_sim_s"], budget_s=float(o["budget_s"]))
+                                max_sim_s=sized["max_sim_s"], budget_s=float(o["budget_s"]),
+                                cache_dir=kept)
         st["load0"] = submit(where, load0_sc, load=0.0, seed=0, bandwidth=list(LOAD0_GBPS),
                              steps=2 * H, max_sim_s=max(events.MAX_SIM_S, 4 * load0_sim),
-                             budget_s=float(o["budget_s"]))
+                             budget_s=float(o["budget_s"]), cache_dir=kept)
     except (ValueError, RuntimeError) as e:  # a bound the estimate missed: told by build
         st["stack"].close()
         st["error"] = e
