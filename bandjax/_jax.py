@@ -7,9 +7,12 @@ scenario (the event engine, the CLI's ``--help``) does not load jax.
 """
 
 import functools
+import hashlib
 import os
+import pickle
 
 import jax
+import numpy as np
 
 from ._cache import cache_folder
 from .scenario import LEAVES, Scenario
@@ -92,7 +95,8 @@ def loop_emitters() -> dict:
 
 def quick(jitted, options=quick_compile, **jit_kwargs):
     """A second jit of the function under ``jitted`` with ``options()`` as its compiler options
-    (:func:`quick_compile`'s by default).
+    (:func:`quick_compile`'s by default), its compiled code kept between processes
+    (:func:`kept_compiled`).
 
     For bandjax's own calls that are never inside a user's trace (they return NumPy values): JAX
     allows compiler options on the outermost jit only, so the public jitted functions keep none and
@@ -100,11 +104,121 @@ def quick(jitted, options=quick_compile, **jit_kwargs):
     """
     fun = jitted.__wrapped__
     compiled = []  # built on the first call: the options are probed then, not at import
+    statics = tuple(jit_kwargs.get("static_argnames", ()))
 
     @functools.wraps(fun)
     def call(*args, **kwargs):
         if not compiled:
             compiled.append(jax.jit(fun, compiler_options=options(), **jit_kwargs))
-        return compiled[0](*args, **kwargs)
+        executable = kept_compiled(compiled[0], fun, options(), statics, args, kwargs)
+        if executable is None:
+            return compiled[0](*args, **kwargs)
+        return executable(*args, **{k: v for k, v in kwargs.items() if k not in statics})
 
     return call
+
+
+# ------------------------------------------------------------------ compiled code kept whole
+# JAX's persistent cache keeps XLA's output, but a new process still traces each function and
+# lowers it to XLA's input before it can look that up: about two thirds of a second report's time
+# in its own process. bandjax's own one-off calls (:func:`quick`) keep the whole executable instead,
+# under COMPILED_FOLDER in bandjax's cache folder, keyed by everything the program is a function
+# of: bandjax's source, the versions of JAX, jaxlib and Python, the device, the compiler options,
+# the function, its static arguments, and its other arguments' structure (the scenario's tables
+# and variants included), shapes and dtypes. A file that cannot be read is compiled anew.
+COMPILED_FOLDER = "compiled"
+COMPILED_KEEP = 400  # executables kept (0.1 to 2 MB each), the least recently used go first
+_LOADED: dict = {}  # this process's executables, by what decides them
+
+
+@functools.cache
+def _program_digest() -> str:
+    """bandjax's source (every module of the package), and what else decides a compiled program."""
+    import sys
+
+    import jaxlib
+
+    from pathlib import Path
+
+    device = jax.devices()[0]
+    h = hashlib.sha256(repr((jax.__version__, jaxlib.__version__, sys.version, device.platform,
+                             device.device_kind, jax.config.jax_enable_x64)).encode())
+    root = Path(__file__).parent
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def kept_compiled(jitted, fun, options: dict, statics: tuple, args: tuple, kwargs: dict):
+    """The executable of ``jitted`` for these arguments: this process's, else the one kept in
+    bandjax's cache folder, else compiled now and kept there. None (the caller calls ``jitted``)
+    where nothing is kept: the cache is off, or a static argument came by position."""
+    from ._cache import cache_folder
+
+    folder = cache_folder()
+    n_positional = fun.__code__.co_argcount
+    names = fun.__code__.co_varnames[:n_positional]
+    if folder is None or any(name in statics for name in names[:len(args)]):
+        return None
+    dynamic = {k: v for k, v in kwargs.items() if k not in statics}
+    static = tuple(sorted((k, repr(v)) for k, v in kwargs.items() if k in statics))
+    leaves, tree = jax.tree.flatten((args, dynamic))
+    seen = (fun, tuple(sorted(options.items())), static, tree, tuple(map(_described, leaves)))
+    try:
+        if seen in _LOADED:
+            return _LOADED[seen]
+        key = hashlib.sha256(pickle.dumps(
+            (_program_digest(), fun.__module__, fun.__qualname__, seen[1:]))).hexdigest()
+    except Exception:  # noqa: BLE001 - an argument that cannot be hashed or pickled: not kept
+        return None
+    path = folder / COMPILED_FOLDER / f"{key}.bin"
+    executable = _load(path)
+    if executable is None:
+        executable = jitted.lower(*args, **kwargs).compile()
+        _keep(path, executable)
+    _LOADED[seen] = executable
+    return executable
+
+
+def _described(x):
+    """What a traced program sees of an argument: a Python number's kind (JAX takes it weakly
+    typed), else its type, shape, dtype and weak typing."""
+    kind = type(x)
+    if kind is np.ndarray:
+        return kind, x.shape, x.dtype
+    if kind in (bool, int, float, complex):
+        return kind
+    return kind, np.shape(x), getattr(x, "dtype", None), getattr(x, "weak_type", False)
+
+
+def _load(path):
+    from jax.experimental import serialize_executable
+
+    try:
+        blob, in_tree, out_tree = pickle.loads(path.read_bytes())
+        executable = serialize_executable.deserialize_and_load(blob, in_tree, out_tree)
+        os.utime(path)  # recently used: kept longest
+    except Exception:  # noqa: BLE001 - absent, partial or from elsewhere: compiled anew
+        return None
+    return executable
+
+
+def _keep(path, executable) -> None:
+    from jax.experimental import serialize_executable
+
+    from ._io import atomic_write_bytes
+
+    try:
+        atomic_write_bytes(path, pickle.dumps(serialize_executable.serialize(executable)))
+        kept = sorted(path.parent.glob("*.bin"), key=_mtime, reverse=True)
+        for old in kept[COMPILED_KEEP:]:
+            old.unlink(missing_ok=True)
+    except Exception:  # noqa: BLE001 - a cache that cannot be written is skipped
+        pass
+
+
+def _mtime(path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:  # removed meanwhile by another process
+        return 0.0

@@ -295,7 +295,8 @@ def evaluate_grid(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "f
     with precision(dtype):
         small = math.prod(g.shape) * len(g.index) <= QUICK_CELLS
         raw = (_evaluate_quick if small else _evaluate)(
-            scenario_arrays(sc, g, device=dtype == "float64"), g.steps, tuple(g.index), jit_names)
+            scenario_arrays(sc, g, device=dtype == "float64"), g.steps, index=tuple(g.index),
+            names=jit_names)
     return {k: np.asarray(v) for k, v in raw.items()}
 
 

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 import pytest
 
 from bandjax import _jax
@@ -48,6 +50,47 @@ def test_the_test_run_caches_in_its_temporary_folder():
     assert jax.config.jax_compilation_cache_dir.startswith(shared)
     assert os.environ["XDG_CACHE_HOME"].startswith(shared)
     assert not jax.config.jax_compilation_cache_dir.startswith(str(Path.home() / ".cache"))
+
+
+def _scaled(x, n):
+    return jnp.sin(x) * n + 1.0
+
+
+def test_a_quick_function_keeps_its_executable_whole_and_reads_it_back(tmp_path, monkeypatch):
+    monkeypatch.setenv("BANDJAX_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("BANDJAX_NO_CACHE", raising=False)
+    monkeypatch.setattr(_jax, "_LOADED", {})
+    kept = []
+    real_keep = _jax._keep
+    monkeypatch.setattr(_jax, "_keep", lambda path, e: kept.append(path) or real_keep(path, e))
+    plain = jax.jit(_scaled, static_argnames="n", compiler_options=_jax.quick_compile())
+    x = np.linspace(0.0, 1.0, 5)
+
+    def fresh():  # a new process's view: nothing in memory, a new wrapper
+        monkeypatch.setattr(_jax, "_LOADED", {})
+        return _jax.quick(jax.jit(_scaled, static_argnames="n"), static_argnames=("n",))
+
+    q = fresh()
+    np.testing.assert_array_equal(np.asarray(q(x, n=3.0)), np.asarray(plain(x, n=3.0)))
+    assert len(kept) == 1 and kept[0].parent == tmp_path / "compiled" and kept[0].exists()
+    q = fresh()
+    np.testing.assert_array_equal(np.asarray(q(x, n=3.0)), np.asarray(plain(x, n=3.0)))
+    assert len(kept) == 1  # read back from the file, not compiled again
+    # another static value, shape or dtype is another program
+    for args, n in [((x,), 4.0), ((x[:3],), 3.0), ((x.astype(np.float32),), 3.0)]:
+        np.testing.assert_array_equal(np.asarray(q(*args, n=n)), np.asarray(plain(*args, n=n)))
+    assert len(kept) == 4 and len(list((tmp_path / "compiled").glob("*.bin"))) == 4
+    # a file that cannot be read is compiled anew (and replaced)
+    kept[0].write_bytes(b"not an executable")
+    q = fresh()
+    np.testing.assert_array_equal(np.asarray(q(x, n=3.0)), np.asarray(plain(x, n=3.0)))
+    assert len(kept) == 5 and kept[4] == kept[0]
+    # a static argument by position, or the cache off: the plain jitted call, nothing kept
+    assert _jax.kept_compiled(plain, _scaled, {}, ("n",), (x, 5.0), {}) is None
+    monkeypatch.setenv("BANDJAX_NO_CACHE", "1")
+    q = fresh()
+    np.testing.assert_array_equal(np.asarray(q(x, n=6.0)), np.asarray(plain(x, n=6.0)))
+    assert len(kept) == 5
 
 
 CHILD = """
