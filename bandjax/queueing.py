@@ -138,9 +138,9 @@ def check_links(sc: Scenario) -> None:
 
 # The backlog's fixed point: Steffensen steps (two steps of the map each) until no cell's backlog
 # moves by more than _FIXED_POINT_TOL of itself plus one background transfer, at most
-# _FIXED_POINT_STEPS; first on _COARSE_GRID, then on _GRID from there. Plain iteration contracts
-# slowly near load 1 (40 steps left the 2-DC ring 3.6% off its fixed point at load 0.95 with
-# 16 MB messages, 26% at 0.98); the accelerated steps reach it in a few.
+# _FIXED_POINT_STEPS. Plain iteration contracts slowly near load 1 (40 steps left the 2-DC ring
+# 3.6% off its fixed point at load 0.95 with 16 MB messages, 26% at 0.98); the accelerated steps
+# reach it in a few.
 _FIXED_POINT_STEPS = 50
 _FIXED_POINT_TOL = 1e-10
 # Gauss-Laguerre nodes and weights: the backlog a sync leaves is taken as exponential.
@@ -157,7 +157,6 @@ def _squared_nodes(n: int) -> tuple:
 
 
 _GRID = _squared_nodes(400)  # expected_max_s's quadrature
-_COARSE_GRID = _squared_nodes(100)  # the fixed point's first approach
 
 
 def _geometric(rho, k):
@@ -391,7 +390,7 @@ def shared_wan_step_s(sc: Scenario, load):
     def round_s(mean, lag):
         return H * c + F * jnp.maximum(0.0, other + mean + lag - hidden)
 
-    def update(backlog, pieces, grid=_GRID):
+    def update(backlog, pieces):
         mean, var, residual = sync_s(wan_B, B, m, m_bg, rho, backlog)
         g = _geometric(rho, jnp.maximum(jnp.ceil(wan_B / m), 1.0))
         busy = jnp.clip(rho, 1e-12, 1.0)
@@ -400,8 +399,7 @@ def shared_wan_step_s(sc: Scenario, load):
         base = mean - g * backlog
         spread = jnp.maximum(var - (g * backlog) ** 2, 0.0) / jnp.maximum(mean, 1e-300)
         lag = jnp.where(rho > 0, expected_max_s(base, jnp.sqrt(spread * base), busy,
-                                                g * backlog / busy, links, spread, pieces, grid),
-                        0.0)
+                                                g * backlog / busy, links, spread, pieces), 0.0)
         G = round_s(mean, lag) / F - mean  # a link's time between two fragment syncs
         idle = jnp.sum(_LAGUERRE_W * idle_s(G[..., None], residual[..., None] * _LAGUERRE_X,
                                               rho[..., None], (m_bg / B)[..., None]), axis=-1)
@@ -412,8 +410,7 @@ def shared_wan_step_s(sc: Scenario, load):
     # mean): it enters through the time away from the sync only, and the loop is the cost
     scale = jnp.broadcast_to(m_bg / B, shape)
     backlog = jnp.broadcast_to(w0, shape)
-    for grid in (_COARSE_GRID, _GRID):
-        backlog = _fixed_point(lambda v, grid=grid: update(v, 1, grid)[0], backlog, scale)
+    backlog = _fixed_point(lambda v: update(v, 1)[0], backlog, scale)
     _, mean, lag = update(backlog, _BACKLOG_PIECES)
     return round_s(mean, lag) / H
 
