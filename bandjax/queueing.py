@@ -417,4 +417,4 @@ def shared_wan_step_s(sc: Scenario, load):
 
 shared_wan_step_once_s = _jax.quick(shared_wan_step_s, options=_jax.loop_emitters)
 """:func:`shared_wan_step_s` compiled for the one or two calls of a report or a command
-(:func:`bandjax._jax.loop_emitters`: a quarter less to compile, as fast to run)."""
+(:func:`bandjax._jax.loop_emitters`: a third less to compile, as fast to run)."""
