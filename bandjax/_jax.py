@@ -95,8 +95,8 @@ def loop_emitters() -> dict:
 
 def quick(jitted, options=quick_compile, **jit_kwargs):
     """A second jit of the function under ``jitted`` with ``options()`` as its compiler options
-    (:func:`quick_compile`'s by default), its compiled code kept between processes
-    (:func:`kept_compiled`).
+    (:func:`quick_compile`'s by default), its traced program kept between processes
+    (:func:`kept_program`).
 
     For bandjax's own calls that are never inside a user's trace (they return NumPy values): JAX
     allows compiler options on the outermost jit only, so the public jitted functions keep none and
@@ -110,35 +110,37 @@ def quick(jitted, options=quick_compile, **jit_kwargs):
     def call(*args, **kwargs):
         if not compiled:
             compiled.append(jax.jit(fun, compiler_options=options(), **jit_kwargs))
-        executable = kept_compiled(compiled[0], fun, options(), statics, args, kwargs)
-        if executable is None:
+        kept = kept_program(fun, options(), statics, args, kwargs)
+        if kept is None:
             return compiled[0](*args, **kwargs)
-        return executable(*args, **{k: v for k, v in kwargs.items() if k not in statics})
+        run, out_tree = kept
+        dynamic = {k: v for k, v in kwargs.items() if k not in statics}
+        return jax.tree.unflatten(out_tree, run(*jax.tree.leaves((args, dynamic))))
 
     return call
 
 
-# ------------------------------------------------------------------ compiled code kept whole
+# ------------------------------------------------------------------ traced programs kept
 # JAX's persistent cache keeps XLA's output, but a new process still traces each function and
-# lowers it to XLA's input before it can look that up: about two thirds of a second report's time
-# in its own process. bandjax's own one-off calls (:func:`quick`) keep the whole executable instead,
-# under COMPILED_FOLDER in bandjax's cache folder, keyed by everything the program is a function
-# of: bandjax's source, the versions of JAX, jaxlib and Python, the device, the compiler options,
-# the function, its static arguments, and its other arguments' structure (the scenario's tables
-# and variants included), shapes and dtypes. A file that cannot be read is compiled anew.
-COMPILED_FOLDER = "compiled"
-COMPILED_KEEP = 400  # executables kept (0.1 to 2 MB each), the least recently used go first
-_LOADED: dict = {}  # this process's executables, by what decides them
+# lowers it before it can look that up: about two thirds of a second report's own time. bandjax's
+# own one-off calls (:func:`quick`) keep their traced program too (``jax.export``: StableHLO), under
+# PROGRAMS_FOLDER in bandjax's cache folder, keyed by everything the program is a function of:
+# bandjax's source, the versions of JAX, jaxlib and Python, the device, the compiler options, the
+# function, its static arguments, and its other arguments' structure (the scenario's tables and
+# variants included), shapes and dtypes. A new process reads the program back and compiles it,
+# which JAX's cache then answers. A file that cannot be read is traced anew and replaced.
+PROGRAMS_FOLDER = "programs"
+PROGRAMS_KEEP = 400  # programs kept (10 to 300 KB each), the least recently used go first
+_LOADED: dict = {}  # this process's (run, out_tree), by what decides them
 
 
 @functools.cache
 def _program_digest() -> str:
-    """bandjax's source (every module of the package), and what else decides a compiled program."""
+    """bandjax's source (every module of the package), and what else decides a traced program."""
     import sys
+    from pathlib import Path
 
     import jaxlib
-
-    from pathlib import Path
 
     device = jax.devices()[0]
     h = hashlib.sha256(repr((jax.__version__, jaxlib.__version__, sys.version, device.platform,
@@ -149,21 +151,23 @@ def _program_digest() -> str:
     return h.hexdigest()
 
 
-def kept_compiled(jitted, fun, options: dict, statics: tuple, args: tuple, kwargs: dict):
-    """The executable of ``jitted`` for these arguments: this process's, else the one kept in
-    bandjax's cache folder, else compiled now and kept there. None (the caller calls ``jitted``)
-    where nothing is kept: the cache is off, or a static argument came by position."""
+def kept_program(fun, options: dict, statics: tuple, args: tuple, kwargs: dict):
+    """(run, out_tree) for ``fun`` at these arguments: ``run`` takes the flat leaves of the
+    arguments but the static ones, jitted with ``options``; its program is this process's, else
+    the one kept in bandjax's cache folder, else traced now and kept there. None (the caller calls
+    its own jit) where nothing is kept: the cache is off, a static argument came by position, or
+    an argument cannot be described."""
     from ._cache import cache_folder
 
     folder = cache_folder()
-    n_positional = fun.__code__.co_argcount
-    names = fun.__code__.co_varnames[:n_positional]
+    names = fun.__code__.co_varnames[:fun.__code__.co_argcount]
     if folder is None or any(name in statics for name in names[:len(args)]):
         return None
     dynamic = {k: v for k, v in kwargs.items() if k not in statics}
-    static = tuple(sorted((k, repr(v)) for k, v in kwargs.items() if k in statics))
+    static_kw = {k: v for k, v in kwargs.items() if k in statics}
     leaves, tree = jax.tree.flatten((args, dynamic))
-    seen = (fun, tuple(sorted(options.items())), static, tree, tuple(map(_described, leaves)))
+    seen = (fun, tuple(sorted(options.items())), tuple(sorted((k, repr(v)) for k, v in static_kw.items())),
+            tree, tuple(map(_described, leaves)))
     try:
         if seen in _LOADED:
             return _LOADED[seen]
@@ -171,13 +175,26 @@ def kept_compiled(jitted, fun, options: dict, statics: tuple, args: tuple, kwarg
             (_program_digest(), fun.__module__, fun.__qualname__, seen[1:]))).hexdigest()
     except Exception:  # noqa: BLE001 - an argument that cannot be hashed or pickled: not kept
         return None
-    path = folder / COMPILED_FOLDER / f"{key}.bin"
-    executable = _load(path)
-    if executable is None:
-        executable = jitted.lower(*args, **kwargs).compile()
-        _keep(path, executable)
-    _LOADED[seen] = executable
-    return executable
+    path = folder / PROGRAMS_FOLDER / f"{key}.bin"
+    kept = _load(path, key)
+    if kept is None:
+        out_trees = []
+
+        def flat(*flat_leaves):
+            a, d = jax.tree.unflatten(tree, flat_leaves)
+            out, out_tree = jax.tree.flatten(fun(*a, **d, **static_kw))
+            out_trees.append(out_tree)
+            return out
+
+        try:
+            exported = jax.export.export(jax.jit(flat))(*leaves)
+        except Exception:  # noqa: BLE001 - a program export cannot hold: the caller's own jit
+            return None
+        kept = exported, out_trees[-1]
+        _keep(path, key, *kept)
+    exported, out_tree = kept
+    _LOADED[seen] = jax.jit(exported.call, compiler_options=options), out_tree
+    return _LOADED[seen]
 
 
 def _described(x):
@@ -191,27 +208,25 @@ def _described(x):
     return kind, np.shape(x), getattr(x, "dtype", None), getattr(x, "weak_type", False)
 
 
-def _load(path):
-    from jax.experimental import serialize_executable
-
+def _load(path, key: str):
     try:
-        blob, in_tree, out_tree = pickle.loads(path.read_bytes())
-        executable = serialize_executable.deserialize_and_load(blob, in_tree, out_tree)
+        kept_key, blob, out_tree = pickle.loads(path.read_bytes())
+        if kept_key != key:  # another program's file under this name
+            return None
+        exported = jax.export.deserialize(bytearray(blob))
         os.utime(path)  # recently used: kept longest
-    except Exception:  # noqa: BLE001 - absent, partial or from elsewhere: compiled anew
+    except Exception:  # noqa: BLE001 - absent, partial or from elsewhere: traced anew
         return None
-    return executable
+    return exported, out_tree
 
 
-def _keep(path, executable) -> None:
-    from jax.experimental import serialize_executable
-
+def _keep(path, key: str, exported, out_tree) -> None:
     from ._io import atomic_write_bytes
 
     try:
-        atomic_write_bytes(path, pickle.dumps(serialize_executable.serialize(executable)))
+        atomic_write_bytes(path, pickle.dumps((key, bytes(exported.serialize()), out_tree)))
         kept = sorted(path.parent.glob("*.bin"), key=_mtime, reverse=True)
-        for old in kept[COMPILED_KEEP:]:
+        for old in kept[PROGRAMS_KEEP:]:
             old.unlink(missing_ok=True)
     except Exception:  # noqa: BLE001 - a cache that cannot be written is skipped
         pass

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import breakeven as _be
-from .metrics import time_to_target_s
+from .metrics import time_to_target_once_s
 from .scenario import Scenario
 
 __all__ = ["Change", "smallest_change", "smallest_changes"]
@@ -91,7 +91,7 @@ def smallest_changes(sc: Scenario, targets, parameters, *, lo=None, hi=None,
             asked.append((a, b, basis, parameter, steps, rng))
     if not asked:
         return []
-    times = np.asarray(time_to_target_s(sc, 1.0))  # once for all the targets
+    times = np.asarray(time_to_target_once_s(sc, 1.0))  # once for all the targets
     found = _be.searches(sc, [(a, b, basis) for a, b, basis, *_ in asked], [q[3] for q in asked],
                          [q[5][0] for q in asked], [q[5][1] for q in asked], grid=grid)
     return [_change(sc, times, *q, c) for q, c in zip(asked, found)]

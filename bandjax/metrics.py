@@ -6,7 +6,8 @@ have a last axis of variants in the order of the scenario's registry (``sc.ids``
 
 from __future__ import annotations
 
-from . import _jax  # noqa: F401  (64-bit floats, the Scenario PyTree)
+from . import _jax  # 64-bit floats, the Scenario PyTree; compile options
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -143,3 +144,10 @@ def time_to_target_s(sc: Scenario, steps):
     """Steps x step time, per variant (last axis), s. Differentiable in the scenario and steps."""
     return steps * step_s(sc)
 
+
+
+# bandjax's own one-off evaluations (the report's load-0 steps and weakest inputs): one compiled
+# call, kept between processes (bandjax._jax.quick), where op-by-op each operation of the closed
+# forms would be a small program of its own, 60 of them read back in a second report
+step_once_s = _jax.quick(jax.jit(step_s))
+time_to_target_once_s = _jax.quick(jax.jit(time_to_target_s))

@@ -151,6 +151,23 @@ def _is_energy(name: str) -> bool:
     return name in FIELDS and FIELDS[name][0] == "energy"
 
 
+def _log_budget_jacobian(sc: Scenario, z, lo_FLOPs, hi_FLOPs, names: tuple[str, ...]):
+    """d log(budget break-even) / d log(each of ``names``) at z = 0, and the log break-even."""
+    theta = (sc, jnp.asarray(1.0), jnp.asarray(1.0))
+
+    def log_budget(z):
+        sc_z, _, _ = _scaled(theta, names, z)
+        c = _be.budget_break_even_search(sc_z, lo_FLOPs, hi_FLOPs)
+        x = jnp.log(c.x[..., 0])
+        return x, x
+
+    return jax.jacfwd(log_budget, has_aux=True)(z)
+
+
+_quick_log_budget = _jax.quick(jax.jit(_log_budget_jacobian, static_argnames=("names",)),
+                               static_argnames=("names",))
+
+
 def budget_elasticities(sc: Scenario, parameters=None, lo_GFLOPs: float = 1e-3,
                         hi_GFLOPs: float = 1e9) -> tuple[float, dict[str, float]]:
     """The budget break-even (FLOP/s, found numerically) and its elasticity with respect to every
@@ -159,17 +176,9 @@ def budget_elasticities(sc: Scenario, parameters=None, lo_GFLOPs: float = 1e-3,
 
     names = tuple(parameters) if parameters is not None else tuple(
         n for n in FIELDS if n != "budget_FLOPs" and not _is_energy(n) and n not in _be.DISCRETE)
-    theta = (sc, jnp.asarray(1.0), jnp.asarray(1.0))
-
-    def log_budget(z):
-        sc_z, _, _ = _scaled(theta, names, z)
-        c = _be.budget_break_even_search(sc_z, lo_GFLOPs * 1e9, hi_GFLOPs * 1e9)
-        x = jnp.log(c.x[..., 0])
-        return x, x
-
-    # the value and its derivatives in one compiled call
-    jac, log_value = jax.jit(jax.jacfwd(log_budget, has_aux=True),
-                             compiler_options=_jax.quick_compile())(jnp.zeros(len(names)))
-    value = float(jnp.exp(log_value))
+    # the value and its derivatives in one compiled call, kept between processes
+    jac, log_value = _quick_log_budget(sc, jnp.zeros(len(names)), lo_GFLOPs * 1e9, hi_GFLOPs * 1e9,
+                                       names=names)
+    value = float(np.exp(np.asarray(log_value)))
     jac = np.asarray(jac)
     return value, {n: float(jac[..., i]) for i, n in enumerate(names)}

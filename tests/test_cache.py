@@ -56,13 +56,13 @@ def _scaled(x, n):
     return jnp.sin(x) * n + 1.0
 
 
-def test_a_quick_function_keeps_its_executable_whole_and_reads_it_back(tmp_path, monkeypatch):
+def test_a_quick_function_keeps_its_traced_program_and_reads_it_back(tmp_path, monkeypatch):
     monkeypatch.setenv("BANDJAX_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("BANDJAX_NO_CACHE", raising=False)
     monkeypatch.setattr(_jax, "_LOADED", {})
     kept = []
     real_keep = _jax._keep
-    monkeypatch.setattr(_jax, "_keep", lambda path, e: kept.append(path) or real_keep(path, e))
+    monkeypatch.setattr(_jax, "_keep", lambda path, *a: kept.append(path) or real_keep(path, *a))
     plain = jax.jit(_scaled, static_argnames="n", compiler_options=_jax.quick_compile())
     x = np.linspace(0.0, 1.0, 5)
 
@@ -72,25 +72,29 @@ def test_a_quick_function_keeps_its_executable_whole_and_reads_it_back(tmp_path,
 
     q = fresh()
     np.testing.assert_array_equal(np.asarray(q(x, n=3.0)), np.asarray(plain(x, n=3.0)))
-    assert len(kept) == 1 and kept[0].parent == tmp_path / "compiled" and kept[0].exists()
+    assert len(kept) == 1 and kept[0].parent == tmp_path / "programs" and kept[0].exists()
     q = fresh()
     np.testing.assert_array_equal(np.asarray(q(x, n=3.0)), np.asarray(plain(x, n=3.0)))
-    assert len(kept) == 1  # read back from the file, not compiled again
+    assert len(kept) == 1  # read back from the file, not traced again
     # another static value, shape or dtype is another program
     for args, n in [((x,), 4.0), ((x[:3],), 3.0), ((x.astype(np.float32),), 3.0)]:
         np.testing.assert_array_equal(np.asarray(q(*args, n=n)), np.asarray(plain(*args, n=n)))
-    assert len(kept) == 4 and len(list((tmp_path / "compiled").glob("*.bin"))) == 4
-    # a file that cannot be read is compiled anew (and replaced)
-    kept[0].write_bytes(b"not an executable")
+    assert len(kept) == 4 and len(list((tmp_path / "programs").glob("*.bin"))) == 4
+    # a file that cannot be read is traced anew (and replaced); so is another program's file
+    kept[0].write_bytes(b"not a program")
     q = fresh()
     np.testing.assert_array_equal(np.asarray(q(x, n=3.0)), np.asarray(plain(x, n=3.0)))
     assert len(kept) == 5 and kept[4] == kept[0]
+    kept[0].write_bytes(kept[1].read_bytes())  # n = 4's program under n = 3's name
+    q = fresh()
+    np.testing.assert_array_equal(np.asarray(q(x, n=3.0)), np.asarray(plain(x, n=3.0)))
+    assert len(kept) == 6 and kept[5] == kept[0]
     # a static argument by position, or the cache off: the plain jitted call, nothing kept
-    assert _jax.kept_compiled(plain, _scaled, {}, ("n",), (x, 5.0), {}) is None
+    assert _jax.kept_program(_scaled, {}, ("n",), (x, 5.0), {}) is None
     monkeypatch.setenv("BANDJAX_NO_CACHE", "1")
     q = fresh()
     np.testing.assert_array_equal(np.asarray(q(x, n=6.0)), np.asarray(plain(x, n=6.0)))
-    assert len(kept) == 5
+    assert len(kept) == 6
 
 
 CHILD = """

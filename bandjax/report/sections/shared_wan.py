@@ -399,7 +399,7 @@ def build(scenario: Scenario, ctx: dict) -> SharedWan:
 
     from ...queueing import (ACCURACY_BY_CLUSTER, ACCURACY_UP_TO_SPLIT_BY_CLUSTER, SPLIT_LOAD,
                              accuracy)
-    from ...step import step_s
+    from ...metrics import step_once_s as step_s
 
     st = ctx.pop(_STARTED, None) or _start(scenario, ctx)
     o, scenario, loads, ids = st["o"], st["scenario"], st["loads"], st["ids"]

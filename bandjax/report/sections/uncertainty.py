@@ -28,7 +28,7 @@ import altair as alt
 import numpy as np
 
 from ... import distributions as _dist
-from ...metrics import steps_to_target, time_to_target_s
+from ...metrics import steps_to_target, time_to_target_once_s
 from ...scenario import BASES, Scenario, field_table
 from ...variants import DEFAULT_PAIRS
 from .. import constants as C
@@ -84,7 +84,8 @@ def weakest_input(sc: Scenario) -> list[dict]:
     bases."""
     grid = np.asarray(P_WINS_GRID_GBps)
     at = sc.replace(wan_Bps=grid * 1e9)
-    T = {basis: np.asarray(time_to_target_s(at, steps_to_target(sc, None, basis))) for basis in BASES}
+    T = {basis: np.asarray(time_to_target_once_s(at, steps_to_target(sc, None, basis)))
+         for basis in BASES}
     out = []
     for v in sc.variants:
         if v.rule is None:
