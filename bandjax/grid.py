@@ -148,7 +148,9 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
               gpu=gpu, dcs=dcs, topology=topology, workers_per_dc=workers_per_dc, H=H,
               basis=basis, **fields)
     check_size(sc, g, names, dtype)
-    return label(sc, g, evaluate_grid(sc, g, names, dtype), names)
+    # the jitted pass runs on XLA's threads while the labels are built here (label converts the
+    # outputs last): every check above and in dispatch_grid comes before it starts
+    return label(sc, g, dispatch_grid(sc, g, names, dtype), names)
 
 
 # Values a cell of each quantity holds per variant (the inner axis), for the memory estimate.
@@ -289,14 +291,20 @@ class _Kept:
         return self._device
 
 
-def evaluate_grid(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "float64") -> dict:
-    """The jitted quantities of ``names`` on grid ``g`` as NumPy arrays (zero-copy views)."""
+def dispatch_grid(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "float64") -> dict:
+    """Start the jitted pass of ``names`` on grid ``g`` and return its outputs (JAX arrays) at
+    once: JAX dispatches asynchronously, so the pass runs while the caller goes on, and
+    ``np.asarray`` of an output waits for it. The overrides are checked before it starts."""
     jit_names = tuple(q for q in names if q not in ("steps_to_target", "status"))
     with precision(dtype):
         small = math.prod(g.shape) * len(g.index) <= QUICK_CELLS
-        raw = (_evaluate_quick if small else _evaluate)(
+        return (_evaluate_quick if small else _evaluate)(
             scenario_arrays(sc, g, device=dtype == "float64"), g.steps, tuple(g.index), jit_names)
-    return {k: np.asarray(v) for k, v in raw.items()}
+
+
+def evaluate_grid(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "float64") -> dict:
+    """The jitted quantities of ``names`` on grid ``g`` as NumPy arrays (zero-copy views)."""
+    return {k: np.asarray(v) for k, v in dispatch_grid(sc, g, names, dtype).items()}
 
 
 def grid_coords(g: Grid) -> dict:
@@ -312,15 +320,14 @@ def grid_coords(g: Grid) -> dict:
     return coords
 
 
-def _dataset(data: dict, coords: dict, budget_index_names: dict | None = None) -> xr.Dataset:
-    """``xr.Dataset(data, coords=coords)`` for variables that are already consistent, built
-    directly: the same variables, coordinates and indexes (a ``PandasIndex`` for each dimension
+def _indexed(coords: dict, budget_index_names: dict | None) -> tuple[dict, dict]:
+    """The coordinates of a Dataset built directly (:func:`_assemble`), with the indexes
+    ``xr.Dataset(data, coords=coords)`` would give them: a ``PandasIndex`` for each dimension
     coordinate, the ``budget`` axis's :class:`~bandjax._budget_index.BudgetIndex` at once with
-    ``budget_index_names``), without the general constructor's alignment and merge, which cost
-    more than the rest of a 1e5-cell sweep's labelling. ``data`` and ``coords``: name ->
-    ``xr.Variable``; every attrs dict is copied, as the constructor does. The indexes of text
-    axes (variant ids, components) are kept between calls: they are the same few every time.
-    """
+    ``budget_index_names``. ``coords``: name -> ``xr.Variable``. Returns (name -> the
+    coordinate's own Variable, as its index gives it for a dimension coordinate; name -> index).
+    The indexes of text axes (variant ids, components) are kept between calls: they are the same
+    few every time."""
     indexes = {}
     for name, var in coords.items():
         if var.dims != (name,):
@@ -338,11 +345,23 @@ def _dataset(data: dict, coords: dict, budget_index_names: dict | None = None) -
         else:
             indexes[name] = PandasIndex.from_variables({name: var}, options={})
     variables = {}
-    for name, var in (*data.items(), *coords.items()):
+    for name, var in coords.items():
         if name in indexes:
             var = indexes[name].create_variables({name: var})[name]
         variables[name] = var.copy(deep=False)  # its own attrs dict, the data shared
-    return xr.Dataset._construct_direct(variables, set(coords), indexes=indexes)
+    return variables, indexes
+
+
+def _assemble(data: dict, coord_variables: dict, indexes: dict, attrs: dict | None) -> xr.Dataset:
+    """``xr.Dataset(data, coords=coords, attrs=attrs)`` for variables that are already
+    consistent, built directly from ``data`` (name -> ``xr.Variable``) and :func:`_indexed`'s
+    coordinates and indexes, without the general constructor's alignment and merge, which cost
+    more than the rest of a 1e5-cell sweep's labelling. Data variables come first, as the
+    constructor orders them; every attrs dict is copied, as the constructor does."""
+    variables = {name: var.copy(deep=False) for name, var in data.items()}
+    variables.update(coord_variables)
+    return xr.Dataset._construct_direct(variables, set(coord_variables), indexes=indexes,
+                                        attrs=None if attrs is None else dict(attrs))
 
 
 @functools.lru_cache(maxsize=64)
@@ -352,7 +371,12 @@ def _text_index(name: str, values: tuple, dtype: str) -> PandasIndex:
 
 
 def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Dataset:
-    """The labelled dataset of a grid's evaluated quantities."""
+    """The labelled dataset of a grid's evaluated quantities.
+
+    ``raw``: the jitted outputs, NumPy arrays or JAX arrays still being computed
+    (:func:`dispatch_grid`): the coordinates, their indexes and the attrs are built first, and
+    the outputs converted (waited for) only then.
+    """
     dims = g.dims
     grid_shape = g.shape
     coords = grid_coords(g)
@@ -374,6 +398,13 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Datase
         coords["label"] = xr.Variable("variant", np.asarray([sc.variant(v).short for v in vids]))
     else:
         coords["variant"] = xr.Variable((), vids[0], COORD_ATTRS["variant"])
+    for q, dim, values in (("hot_spot", "component", COMPONENTS),
+                           ("energy_per_step_J", "energy", ENERGY_COLUMNS),
+                           ("module_stage_s", "stage", STAGES)):
+        if q in names:
+            coords[dim] = xr.Variable(dim, np.asarray(values))
+    coord_variables, indexes = _indexed(coords, budget_index_names)
+    attrs = _attrs(sc, g, vids)
 
     # Quantities that do not vary along every axis come back small; broadcasting them is a view.
     def full(a, inner=()):
@@ -388,25 +419,25 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Datase
         elif q == "status":
             data[q] = (vdims, full(metrics.status_of(steps_picked)))
         elif q == "hot_spot":
-            data[q] = (vdims + ["component"], full(raw[q], (len(COMPONENTS),)))
+            data[q] = (vdims + ["component"], full(np.asarray(raw[q]), (len(COMPONENTS),)))
         elif q == "energy_per_step_J":
-            data[q] = (vdims + ["energy"], full(raw[q], (len(ENERGY_COLUMNS),)))
+            data[q] = (vdims + ["energy"], full(np.asarray(raw[q]), (len(ENERGY_COLUMNS),)))
         elif q == "module_stage_s":
-            data[q] = (dims + ["stage"], np.broadcast_to(raw[q], (*grid_shape, len(STAGES))))
+            data[q] = (dims + ["stage"], np.broadcast_to(np.asarray(raw[q]), (*grid_shape, len(STAGES))))
         else:
-            data[q] = (vdims, full(raw[q]))
-    for q, dim, values in (("hot_spot", "component", COMPONENTS),
-                           ("energy_per_step_J", "energy", ENERGY_COLUMNS),
-                           ("module_stage_s", "stage", STAGES)):
-        if q in names:
-            coords[dim] = xr.Variable(dim, np.asarray(values))
-    ds = _dataset({k: xr.Variable(d, v, _ATTRS[k]) for k, (d, v) in data.items()}, coords,
-                  budget_index_names)
+            data[q] = (vdims, full(np.asarray(raw[q])))
+    return _assemble({k: xr.Variable(d, v, _ATTRS[k]) for k, (d, v) in data.items()},
+                     coord_variables, indexes, attrs)
+
+
+def _attrs(sc: Scenario, g: Grid, vids) -> dict:
+    """The attrs of a sweep's Dataset."""
+    attrs = {}
     rules = [v.id for v in sc.variants if v.basis_dependent]
     note = scaling_note(sc, [*g.dims, *g.scalars])
     if note:
-        ds.attrs["links_scaling"] = note
-    ds.attrs.update({
+        attrs["links_scaling"] = note
+    attrs.update({
         "title": "bandjax closed-form sweep",
         "target_loss": float(sc.steps.target_loss),
         "assumptions": "d calibrated to the study's step times; steps to target are single-seed "
@@ -416,9 +447,8 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Datase
     })
     own = [v.id for v in sc.variants if v.own_method and v.id in vids]
     if own:  # the scenario's H (and a sweep over it) moves only the variants without their own
-        ds.attrs["own_H_variants"] = ", ".join(
+        attrs["own_H_variants"] = ", ".join(
             f"{v} (H = {sc.variant(v).sync_every:g})" for v in own)
-        ds.attrs["H_note"] = ("the scenario's H (the H coordinate) applies to the variants that do "
-                              "not set their own; " + ds.attrs["own_H_variants"] + " keep theirs")
-    return ds
-
+        attrs["H_note"] = ("the scenario's H (the H coordinate) applies to the variants that do "
+                           "not set their own; " + attrs["own_H_variants"] + " keep theirs")
+    return attrs
