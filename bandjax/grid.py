@@ -144,13 +144,62 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
     for q in names:
         if q not in QUANTITIES:
             raise ValueError(f"quantities: {q!r} is not known; allowed: {', '.join(QUANTITIES)}")
-    g = parse(sc, bandwidth=bandwidth, enob=enob, budget=budget, variant=variant, model=model,
-              gpu=gpu, dcs=dcs, topology=topology, workers_per_dc=workers_per_dc, H=H,
-              basis=basis, **fields)
+    args = dict(bandwidth=bandwidth, enob=enob, budget=budget, variant=variant, model=model,
+                gpu=gpu, dcs=dcs, topology=topology, workers_per_dc=workers_per_dc, H=H,
+                basis=basis, **fields)
+    kept, key = _Kept.of(sc), _args_key(args)
+    g = kept.grid(key)
+    if g is None:
+        g = parse(sc, **args)
     check_size(sc, g, names, dtype)
     # the jitted pass runs on XLA's threads while the labels are built here (label converts the
     # outputs last): every check above and in dispatch_grid comes before it starts
-    return label(sc, g, dispatch_grid(sc, g, names, dtype), names)
+    raw = dispatch_grid(sc, g, names, dtype)
+    kept.keep_grid(key, g)
+    return label(sc, g, raw, names)
+
+
+ARGS_KEPT_UP_TO = 2**14
+"""Sweep arguments of at most this many values in all (arrays of numbers or text, and lists or
+tuples of up to 64 plain values) are told apart exactly by :func:`_args_key`, so that the grid
+they parse to can be kept with the scenario (:class:`_Kept`); larger ones are parsed every time."""
+
+
+def _args_key(args: dict):
+    """A key that tells sweep arguments apart exactly, or None where they are not kept.
+
+    Exactly: the type of each value and every bit of it (``-0.0`` is not ``0.0``, ``1`` is not
+    ``1.0`` nor ``True``), so that two arguments with one key parse to the same grid."""
+    parts, size = [], 0
+    for name, value in args.items():
+        if type(value) is np.ndarray:
+            if value.dtype.kind not in "biufU":
+                return None
+            size += value.size
+            part = (np.ndarray, value.dtype.str, value.shape, value.tobytes())
+        elif type(value) in (list, tuple):
+            if len(value) > 64:
+                return None
+            size += len(value)
+            items = tuple(_scalar_key(v) for v in value)
+            if None in items:
+                return None
+            part = (type(value), items)
+        else:
+            part = _scalar_key(value)
+            if part is None:
+                return None
+        if size > ARGS_KEPT_UP_TO:
+            return None
+        parts.append((name, part))
+    return tuple(parts)
+
+
+def _scalar_key(value):
+    """``(type, repr)`` of a plain value (repr tells every float apart), else None."""
+    if value is None or type(value) in (bool, int, float, str) or isinstance(value, np.generic):
+        return type(value), repr(value)
+    return None
 
 
 # Values a cell of each quantity holds per variant (the inner axis), for the memory estimate.
@@ -226,7 +275,7 @@ def precision(dtype: str):
 
 def scenario_arrays(sc: Scenario, g: Grid, device: bool = False) -> Scenario:
     """The scenario with grid ``g``'s overrides, every leaf a NumPy float64 array (``device``:
-    the scenario's own leaves already on the device, for a float64 pass; the overrides NumPy).
+    every leaf on the device, for a float64 pass; overrides too large to keep stay NumPy).
 
     The overrides are checked by :meth:`Scenario.replace` (each value, and what must hold between
     fields) the first time the scenario meets them. A scenario is frozen, so its own leaves as
@@ -241,15 +290,20 @@ def scenario_arrays(sc: Scenario, g: Grid, device: bool = False) -> Scenario:
     if not kept.accepts(key):
         sc.replace(**g.leaves)  # raises on a value or a relation the scenario does not allow
         kept.accept(key)
+    if device and key is not None:
+        return kept.on_device(key, leaves)
     return dataclasses.replace(kept.device if device else kept.arrays, **leaves)
 
 
 class _Kept:
     """What a sweep keeps with a scenario while it lives (a scenario is frozen): its leaves as
-    NumPy float64 arrays and as device arrays, and the last few sets of grid overrides that it
-    accepted."""
+    NumPy float64 arrays and as device arrays, the last few sets of grid overrides that it
+    accepted (with the scenario of those overrides on the device, once a float64 pass used them),
+    and the last few grids that sweep arguments parsed to (:func:`_args_key`): a notebook that
+    sweeps the same axes again, for other quantities, parses and checks them once."""
 
     OVERRIDES = 8  # sets of overrides kept per scenario
+    GRIDS = 8  # parsed grids kept per scenario
     LEAF_VALUES = 2**16  # overrides of more values in all are checked every time
     _by_id: dict = {}
 
@@ -257,7 +311,8 @@ class _Kept:
         key, by_id = id(sc), _Kept._by_id  # bound now: at exit the class may be gone first
         self.ref = weakref.ref(sc, lambda _: by_id.pop(key, None))
         self.arrays = jax.tree.map(lambda x: np.asarray(x, dtype=float), sc)
-        self._accepted: collections.OrderedDict = collections.OrderedDict()
+        self._accepted: collections.OrderedDict = collections.OrderedDict()  # key -> device or None
+        self._grids: collections.OrderedDict = collections.OrderedDict()
         self._lock = threading.Lock()  # a store's slices may be swept from several threads
         self._device = None
 
@@ -273,9 +328,40 @@ class _Kept:
         if key is None:
             return
         with self._lock:
-            self._accepted[key] = True
+            self._accepted[key] = None
             while len(self._accepted) > self.OVERRIDES:
                 self._accepted.popitem(last=False)
+
+    def on_device(self, key, leaves: dict) -> Scenario:
+        """The scenario on the device with the accepted overrides ``leaves`` (of ``key``) on the
+        device too, put there once: the jitted call then converts no argument."""
+        with self._lock:
+            sc = self._accepted.get(key)
+        if sc is None:
+            sc = dataclasses.replace(self.device, **jax.device_put(leaves))
+            with self._lock:
+                if key in self._accepted:
+                    self._accepted[key] = sc
+        return sc
+
+    def grid(self, key) -> Grid | None:
+        """The grid that sweep arguments of ``key`` parsed to (None: not kept)."""
+        if key is None:
+            return None
+        with self._lock:
+            g = self._grids.get(key)
+            if g is not None:
+                self._grids.move_to_end(key)
+            return g
+
+    def keep_grid(self, key, g: Grid) -> None:
+        """Keep ``g``, parsed from arguments of ``key`` and accepted by the scenario."""
+        if key is None:
+            return
+        with self._lock:
+            self._grids[key] = g
+            while len(self._grids) > self.GRIDS:
+                self._grids.popitem(last=False)
 
     @classmethod
     def of(cls, sc: Scenario) -> "_Kept":
@@ -315,8 +401,8 @@ def grid_coords(g: Grid) -> dict:
         coords[a.name] = xr.Variable(a.name, np.asarray(a.coords), a.attrs)
     for dim, cval in g.scalars.items():
         coords[dim] = xr.Variable((), cval, g.scalar_attrs.get(dim, {}))
-    for name, (cdims, values, attrs) in g.extra_coords.items():
-        coords[name] = xr.Variable(cdims, values, attrs)
+    for name, (cdims, values, attrs) in g.extra_coords.items():  # a copy: a grid may be kept
+        coords[name] = xr.Variable(cdims, np.array(values), attrs)
     return coords
 
 
@@ -324,7 +410,8 @@ def _indexed(coords: dict, budget_index_names: dict | None) -> tuple[dict, dict]
     """The coordinates of a Dataset built directly (:func:`_assemble`), with the indexes
     ``xr.Dataset(data, coords=coords)`` would give them: a ``PandasIndex`` for each dimension
     coordinate, the ``budget`` axis's :class:`~bandjax._budget_index.BudgetIndex` at once with
-    ``budget_index_names``. ``coords``: name -> ``xr.Variable``. Returns (name -> the
+    ``budget_index_names``. ``coords``: name -> ``xr.Variable``, each made for this Dataset
+    (the Dataset takes those that are not dimension coordinates as they are). Returns (name -> the
     coordinate's own Variable, as its index gives it for a dimension coordinate; name -> index).
     The indexes of text axes (variant ids, components) are kept between calls: they are the same
     few every time."""
@@ -344,11 +431,9 @@ def _indexed(coords: dict, budget_index_names: dict | None) -> tuple[dict, dict]
                                                        options={"names": budget_index_names})
         else:
             indexes[name] = PandasIndex.from_variables({name: var}, options={})
-    variables = {}
-    for name, var in coords.items():
-        if name in indexes:
-            var = indexes[name].create_variables({name: var})[name]
-        variables[name] = var.copy(deep=False)  # its own attrs dict, the data shared
+    # a Variable made by its constructor owns its attrs dict (a copy), as the Dataset's must
+    variables = {name: indexes[name].create_variables({name: var})[name] if name in indexes
+                 else var for name, var in coords.items()}
     return variables, indexes
 
 
@@ -357,9 +442,9 @@ def _assemble(data: dict, coord_variables: dict, indexes: dict, attrs: dict | No
     consistent, built directly from ``data`` (name -> ``xr.Variable``) and :func:`_indexed`'s
     coordinates and indexes, without the general constructor's alignment and merge, which cost
     more than the rest of a 1e5-cell sweep's labelling. Data variables come first, as the
-    constructor orders them; every attrs dict is copied, as the constructor does."""
-    variables = {name: var.copy(deep=False) for name, var in data.items()}
-    variables.update(coord_variables)
+    constructor orders them. The Dataset takes the Variables as they are: each must be made for
+    it (a Variable's constructor copies the attrs dict it is given, as the Dataset's does)."""
+    variables = {**data, **coord_variables}
     return xr.Dataset._construct_direct(variables, set(coord_variables), indexes=indexes,
                                         attrs=None if attrs is None else dict(attrs))
 
@@ -406,12 +491,16 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Datase
     coord_variables, indexes = _indexed(coords, budget_index_names)
     attrs = _attrs(sc, g, vids)
 
-    # Quantities that do not vary along every axis come back small; broadcasting them is a view.
+    # Quantities that do not vary along every axis come back small; broadcasting them is a view
+    # (read-only, as the jitted outputs already are).
     def full(a, inner=()):
-        a = np.broadcast_to(a, (*grid_shape, len(vids), *inner))
+        shape = (*grid_shape, len(vids), *inner)
+        if a.shape != shape or a.flags.writeable:
+            a = np.broadcast_to(a, shape)
         return a if g.variant_is_dim else a[(..., 0, *(slice(None) for _ in inner))]
 
-    steps_picked = np.take(g.steps, np.asarray(g.index), axis=-1)
+    if "steps_to_target" in names or "status" in names:
+        steps_picked = np.take(g.steps, np.asarray(g.index), axis=-1)
     data = {}
     for q in names:
         if q == "steps_to_target":
