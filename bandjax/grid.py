@@ -148,15 +148,14 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
                 gpu=gpu, dcs=dcs, topology=topology, workers_per_dc=workers_per_dc, H=H,
                 basis=basis, **fields)
     kept, key = _Kept.of(sc), _args_key(args)
-    g = kept.grid(key)
-    if g is None:
-        g = parse(sc, **args)
+    g, built = kept.grid(key) or (parse(sc, **args), None)
     check_size(sc, g, names, dtype)
     # the jitted pass runs on XLA's threads while the labels are built here (label converts the
     # outputs last): every check above and in dispatch_grid comes before it starts
     raw = dispatch_grid(sc, g, names, dtype)
-    kept.keep_grid(key, g)
-    return label(sc, g, raw, names)
+    if built is None:
+        built = kept.keep_grid(key, g)
+    return label(sc, g, raw, names, kept=built)
 
 
 ARGS_KEPT_UP_TO = 2**14
@@ -299,8 +298,9 @@ class _Kept:
     """What a sweep keeps with a scenario while it lives (a scenario is frozen): its leaves as
     NumPy float64 arrays and as device arrays, the last few sets of grid overrides that it
     accepted (with the scenario of those overrides on the device, once a float64 pass used them),
-    and the last few grids that sweep arguments parsed to (:func:`_args_key`): a notebook that
-    sweeps the same axes again, for other quantities, parses and checks them once."""
+    and the last few grids that sweep arguments parsed to (:func:`_args_key`) with their
+    coordinates, indexes and attrs once built (:func:`label`): a notebook that sweeps the same
+    axes again, for other quantities, parses, checks and labels them once."""
 
     OVERRIDES = 8  # sets of overrides kept per scenario
     GRIDS = 8  # parsed grids kept per scenario
@@ -344,24 +344,28 @@ class _Kept:
                     self._accepted[key] = sc
         return sc
 
-    def grid(self, key) -> Grid | None:
-        """The grid that sweep arguments of ``key`` parsed to (None: not kept)."""
+    def grid(self, key) -> tuple[Grid, dict] | None:
+        """The grid that sweep arguments of ``key`` parsed to and what :func:`label` keeps of it
+        (None: not kept)."""
         if key is None:
             return None
         with self._lock:
-            g = self._grids.get(key)
-            if g is not None:
+            entry = self._grids.get(key)
+            if entry is not None:
                 self._grids.move_to_end(key)
-            return g
+            return entry
 
-    def keep_grid(self, key, g: Grid) -> None:
-        """Keep ``g``, parsed from arguments of ``key`` and accepted by the scenario."""
+    def keep_grid(self, key, g: Grid) -> dict | None:
+        """Keep ``g``, parsed from arguments of ``key`` and accepted by the scenario; returns
+        where :func:`label` keeps its coordinates (None: not kept)."""
         if key is None:
-            return
+            return None
+        built: dict = {}
         with self._lock:
-            self._grids[key] = g
+            self._grids[key] = (g, built)
             while len(self._grids) > self.GRIDS:
                 self._grids.popitem(last=False)
+        return built
 
     @classmethod
     def of(cls, sc: Scenario) -> "_Kept":
@@ -455,41 +459,33 @@ def _text_index(name: str, values: tuple, dtype: str) -> PandasIndex:
                                       options={})
 
 
-def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Dataset:
+_INNER = (("hot_spot", "component", COMPONENTS), ("energy_per_step_J", "energy", ENERGY_COLUMNS),
+          ("module_stage_s", "stage", STAGES))
+
+
+def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...], *,
+          kept: dict | None = None) -> xr.Dataset:
     """The labelled dataset of a grid's evaluated quantities.
 
     ``raw``: the jitted outputs, NumPy arrays or JAX arrays still being computed
     (:func:`dispatch_grid`): the coordinates, their indexes and the attrs are built first, and
-    the outputs converted (waited for) only then.
+    the outputs converted (waited for) only then. ``kept``: where the coordinates, indexes and
+    attrs of this scenario's grid ``g`` are kept between calls (:class:`_Kept`), or None.
     """
+    inner = tuple(dim for q, dim, _ in _INNER if q in names)
+    built = None if kept is None else kept.get(inner)
+    if built is None:
+        built = _coordinates(sc, g, inner)
+        if kept is not None:
+            kept[inner] = built
+    if kept is None:
+        coord_variables, indexes, attrs = built
+    else:  # the kept ones are never handed out
+        coord_variables, indexes, attrs = _own(built)
     dims = g.dims
     grid_shape = g.shape
-    coords = grid_coords(g)
-    budget_index_names = None
-    # numeric for plots and arithmetic; named beside it, and selectable by name on an axis
-    # (ds.sel(budget="low"), see BudgetIndex)
-    if "budget" in coords:
-        b = coords["budget"]
-        b_labels = budget_labels(sc, b.values)
-        coords["budget_label"] = xr.Variable(b.dims, b_labels, {
-            "long_name": "module compute budget: the scenario's name for it, or GFLOP/s"})
-        if b.dims:
-            named = functools.reduce(np.logical_or, (b_labels == n for n in BUDGET_NAMES))
-            budget_index_names = budget_names(b_labels, b.values, named)
     vids = g.variants
     vdims = dims + (["variant"] if g.variant_is_dim else [])
-    if g.variant_is_dim:
-        coords["variant"] = xr.Variable("variant", np.asarray(vids), COORD_ATTRS["variant"])
-        coords["label"] = xr.Variable("variant", np.asarray([sc.variant(v).short for v in vids]))
-    else:
-        coords["variant"] = xr.Variable((), vids[0], COORD_ATTRS["variant"])
-    for q, dim, values in (("hot_spot", "component", COMPONENTS),
-                           ("energy_per_step_J", "energy", ENERGY_COLUMNS),
-                           ("module_stage_s", "stage", STAGES)):
-        if q in names:
-            coords[dim] = xr.Variable(dim, np.asarray(values))
-    coord_variables, indexes = _indexed(coords, budget_index_names)
-    attrs = _attrs(sc, g, vids)
 
     # Quantities that do not vary along every axis come back small; broadcasting them is a view
     # (read-only, as the jitted outputs already are).
@@ -517,6 +513,42 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Datase
             data[q] = (vdims, full(np.asarray(raw[q])))
     return _assemble({k: xr.Variable(d, v, _ATTRS[k]) for k, (d, v) in data.items()},
                      coord_variables, indexes, attrs)
+
+
+def _own(built: tuple) -> tuple[dict, dict, dict]:
+    """:func:`_coordinates`'s result for one Dataset: each Variable a copy with its own attrs
+    dict, and its own data unless that is an index's (read-only); the indexes shared (xarray
+    never changes an index in place)."""
+    variables, indexes, attrs = built
+    return ({name: var.copy(deep=name not in indexes) for name, var in variables.items()},
+            indexes, dict(attrs))
+
+
+def _coordinates(sc: Scenario, g: Grid, inner: tuple[str, ...]) -> tuple[dict, dict, dict]:
+    """The coordinates of a sweep of grid ``g`` (the inner dimensions ``inner`` among them),
+    their indexes and the Dataset's attrs: (name -> Variable, name -> index, attrs)."""
+    coords = grid_coords(g)
+    budget_index_names = None
+    # numeric for plots and arithmetic; named beside it, and selectable by name on an axis
+    # (ds.sel(budget="low"), see BudgetIndex)
+    if "budget" in coords:
+        b = coords["budget"]
+        b_labels = budget_labels(sc, b.values)
+        coords["budget_label"] = xr.Variable(b.dims, b_labels, {
+            "long_name": "module compute budget: the scenario's name for it, or GFLOP/s"})
+        if b.dims:
+            named = functools.reduce(np.logical_or, (b_labels == n for n in BUDGET_NAMES))
+            budget_index_names = budget_names(b_labels, b.values, named)
+    vids = g.variants
+    if g.variant_is_dim:
+        coords["variant"] = xr.Variable("variant", np.asarray(vids), COORD_ATTRS["variant"])
+        coords["label"] = xr.Variable("variant", np.asarray([sc.variant(v).short for v in vids]))
+    else:
+        coords["variant"] = xr.Variable((), vids[0], COORD_ATTRS["variant"])
+    for _, dim, values in _INNER:
+        if dim in inner:
+            coords[dim] = xr.Variable(dim, np.asarray(values))
+    return (*_indexed(coords, budget_index_names), _attrs(sc, g, vids))
 
 
 def _attrs(sc: Scenario, g: Grid, vids) -> dict:

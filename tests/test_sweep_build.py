@@ -206,13 +206,24 @@ def test_arguments_that_differ_in_any_bit_are_not_one_kept_grid(first, again):
 def test_a_kept_grid_gives_what_a_fresh_parse_gives():
     sc = SC.replace(wan_latency_s=0.02)
     kwargs = dict(bandwidth=np.geomspace(0.1, 1000, 50), budget=[10, "low", "free"],
-                  model=["study", "llama3-8b"], quantities=("step_s", "status", "hot_spot"))
-    first = bandjax.sweep(sc, **kwargs)
-    first.params.values[0] = -1.0  # a copy of its own: the grid kept with sc is not touched
-    again = bandjax.sweep(sc, **kwargs)
-    fresh = bandjax.sweep(sc.replace(), **kwargs)
-    _bits_identical(again, fresh)
-    assert again.params.values[0] == fresh.params.values[0] != -1.0
+                  model=["study", "llama3-8b"])
+    for quantities in (("step_s", "status", "hot_spot"), None, ("module_stage_s",),
+                       ("step_s", "status", "hot_spot")):
+        first = bandjax.sweep(sc, **kwargs, quantities=quantities)
+        # each Dataset owns its coordinates: what the grid kept with sc holds is not touched
+        first.params.values[0] = -1.0
+        first.budget_label.values[0] = "x"
+        first.label.values[0] = "x"
+        first["budget"].attrs["units"] = "x"
+        first["model"].attrs["long_name"] = "x"
+        first.attrs["title"] = "x"
+        again = bandjax.sweep(sc, **kwargs, quantities=quantities)
+        fresh = bandjax.sweep(sc.replace(), **kwargs, quantities=quantities)
+        _bits_identical(again, fresh)
+        _bits_identical(again, _general(again))
+        assert again.params.values[0] == fresh.params.values[0] != -1.0
+        assert again.budget_label.values[0] == "low" and again.label.values[0] != "x"
+        assert again["budget"].attrs["units"] == "GFLOP/s" and again.attrs["title"] != "x"
 
 
 def test_the_outputs_are_read_only():
