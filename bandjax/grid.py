@@ -153,8 +153,8 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
     # the jitted pass runs on XLA's threads while the labels are built here (label converts the
     # outputs last): every check above and in dispatch_grid comes before it starts
     raw = dispatch_grid(sc, g, names, dtype)
-    if built is None:
-        built = kept.keep_grid(key, g)
+    if built is None:  # labelled as it is the first time; its labels are kept when it comes again
+        kept.keep_grid(key, g)
     return label(sc, g, raw, names, kept=built)
 
 
@@ -274,7 +274,8 @@ def precision(dtype: str):
 
 def scenario_arrays(sc: Scenario, g: Grid, device: bool = False) -> Scenario:
     """The scenario with grid ``g``'s overrides, every leaf a NumPy float64 array (``device``:
-    every leaf on the device, for a float64 pass; overrides too large to keep stay NumPy).
+    the scenario's own leaves on the device, for a float64 pass; the overrides too, from the
+    second time the scenario meets them, while it keeps them).
 
     The overrides are checked by :meth:`Scenario.replace` (each value, and what must hold between
     fields) the first time the scenario meets them. A scenario is frozen, so its own leaves as
@@ -289,7 +290,7 @@ def scenario_arrays(sc: Scenario, g: Grid, device: bool = False) -> Scenario:
     if not kept.accepts(key):
         sc.replace(**g.leaves)  # raises on a value or a relation the scenario does not allow
         kept.accept(key)
-    if device and key is not None:
+    elif device:  # met again: worth putting on the device once
         return kept.on_device(key, leaves)
     return dataclasses.replace(kept.device if device else kept.arrays, **leaves)
 
