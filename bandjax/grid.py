@@ -128,6 +128,13 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
 
     Under uncertain inputs, :func:`bandjax.sweep` with ``samples`` (:mod:`bandjax.answers`).
 
+    The jitted pass starts as soon as the arguments are checked, and the coordinates are built
+    while it runs. A scenario keeps, while it lives, the last 8 grids that its sweeps' arguments
+    parsed to (arguments of at most :data:`ARGS_KEPT_UP_TO` values in all, told apart by type and
+    every bit), with their coordinates and overrides once the same arguments come a second time:
+    sweeping the same axes again (for other quantities, say) neither parses, checks nor labels
+    them again. The result is the same, bit for bit; a scenario made anew keeps nothing.
+
     Returns:
       An ``xarray.Dataset``; every variable has ``attrs["units"]``. ``time_to_target_s`` is NaN
       where a variant never reaches the target or was not measured, and ``status`` says which.
