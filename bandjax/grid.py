@@ -155,14 +155,16 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
                 gpu=gpu, dcs=dcs, topology=topology, workers_per_dc=workers_per_dc, H=H,
                 basis=basis, **fields)
     kept, key = _Kept.of(sc), _args_key(args)
-    g, built = kept.grid(key) or (parse(sc, **args), None)
+    again = kept.grid(key)
+    g = parse(sc, **args) if again is None else again.grid
     check_size(sc, g, names, dtype)
     # the jitted pass runs on XLA's threads while the labels are built here (label converts the
     # outputs last): every check above and in dispatch_grid comes before it starts
-    raw = dispatch_grid(sc, g, names, dtype)
-    if built is None:  # labelled as it is the first time; its labels are kept when it comes again
+    raw = dispatch_grid(sc, g, names, dtype, kept=again)
+    if again is None:  # made as it is the first time; kept for when it comes again
         kept.keep_grid(key, g)
-    return label(sc, g, raw, names, kept=built)
+        return label(sc, g, raw, names)
+    return label(sc, g, raw, names, kept=again.labels)
 
 
 ARGS_KEPT_UP_TO = 2**14
@@ -352,9 +354,9 @@ class _Kept:
                     self._accepted[key] = sc
         return sc
 
-    def grid(self, key) -> tuple[Grid, dict] | None:
-        """The grid that sweep arguments of ``key`` parsed to and what :func:`label` keeps of it
-        (None: not kept)."""
+    def grid(self, key) -> "_KeptGrid | None":
+        """The grid that sweep arguments of ``key`` parsed to, with what is kept of it (None:
+        not kept)."""
         if key is None:
             return None
         with self._lock:
@@ -363,17 +365,14 @@ class _Kept:
                 self._grids.move_to_end(key)
             return entry
 
-    def keep_grid(self, key, g: Grid) -> dict | None:
-        """Keep ``g``, parsed from arguments of ``key`` and accepted by the scenario; returns
-        where :func:`label` keeps its coordinates (None: not kept)."""
+    def keep_grid(self, key, g: Grid) -> None:
+        """Keep ``g``, parsed from arguments of ``key`` and accepted by the scenario."""
         if key is None:
-            return None
-        built: dict = {}
+            return
         with self._lock:
-            self._grids[key] = (g, built)
+            self._grids[key] = _KeptGrid(g)
             while len(self._grids) > self.GRIDS:
                 self._grids.popitem(last=False)
-        return built
 
     @classmethod
     def of(cls, sc: Scenario) -> "_Kept":
@@ -389,15 +388,34 @@ class _Kept:
         return self._device
 
 
-def dispatch_grid(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "float64") -> dict:
+@dataclasses.dataclass
+class _KeptGrid:
+    """A grid a scenario keeps (:meth:`_Kept.keep_grid`), and what is kept of it once it comes
+    again: its coordinates, indexes and attrs by inner dimensions (:func:`label`), and the
+    scenario with its overrides and the steps on the device (:func:`dispatch_grid`)."""
+
+    grid: Grid
+    labels: dict = dataclasses.field(default_factory=dict)
+    device: tuple | None = None
+
+
+def dispatch_grid(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "float64", *,
+                  kept: _KeptGrid | None = None) -> dict:
     """Start the jitted pass of ``names`` on grid ``g`` and return its outputs (JAX arrays) at
     once: JAX dispatches asynchronously, so the pass runs while the caller goes on, and
-    ``np.asarray`` of an output waits for it. The overrides are checked before it starts."""
+    ``np.asarray`` of an output waits for it. The overrides are checked before it starts.
+    ``kept``: ``g`` as the scenario keeps it (accepted before), whose arrays are then put on the
+    device once."""
     jit_names = tuple(q for q in names if q not in ("steps_to_target", "status"))
     with precision(dtype):
+        if kept is not None and dtype == "float64":
+            if kept.device is None:
+                kept.device = (scenario_arrays(sc, g, device=True), jax.device_put(g.steps))
+            arrays, steps = kept.device
+        else:
+            arrays, steps = scenario_arrays(sc, g, device=dtype == "float64"), g.steps
         small = math.prod(g.shape) * len(g.index) <= QUICK_CELLS
-        return (_evaluate_quick if small else _evaluate)(
-            scenario_arrays(sc, g, device=dtype == "float64"), g.steps, tuple(g.index), jit_names)
+        return (_evaluate_quick if small else _evaluate)(arrays, steps, tuple(g.index), jit_names)
 
 
 def evaluate_grid(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "float64") -> dict:

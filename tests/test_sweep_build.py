@@ -234,3 +234,14 @@ def test_the_outputs_are_read_only():
             assert not var.values.flags.writeable, name
             with pytest.raises(ValueError):
                 var.values.flat[0] = 0.0
+
+
+def test_a_kept_grid_keeps_each_precision_its_own():
+    # the kept scenario on the device is float64's: a float32 pass of the same grid is float32's
+    sc = SC.replace(wan_latency_s=0.03)
+    kwargs = dict(bandwidth=np.geomspace(0.1, 1000, 30), budget=[1.0, 10.0, 100.0])
+    for dtype in ("float64", "float32", "float64", "float32", "float32"):
+        ds = bandjax.sweep(sc, **kwargs, dtype=dtype)
+        _bits_identical(ds, bandjax.sweep(sc.replace(), **kwargs, dtype=dtype))
+    with pytest.raises(ValueError, match="dtype = 'float16'"):
+        bandjax.sweep(sc, **kwargs, dtype="float16")
