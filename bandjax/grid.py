@@ -26,7 +26,7 @@ import pandas as pd
 import xarray as xr
 from xarray.indexes import PandasIndex
 
-from . import metrics
+from . import _limits, metrics
 from ._budget_index import BudgetIndex, budget_names
 from .labels import BUDGET_NAMES, COORD_ATTRS, budget_labels
 from .links import scaling_note
@@ -222,9 +222,9 @@ def check_size(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "floa
     intermediates; that estimate must stay under :data:`bandjax._limits.SWEEP_MEMORY_SHARE` of the
     memory available now, and no array may pass :data:`bandjax._limits.MAX_ARRAY_ELEMENTS`.
     """
-    from ._limits import MAX_ARRAY_ELEMENTS, SWEEP_MEMORY_SHARE, describe_bytes
-
-    cells = math.prod(g.shape) * len(sc.ids)
+    MAX_ARRAY_ELEMENTS, SWEEP_MEMORY_SHARE = _limits.MAX_ARRAY_ELEMENTS, _limits.SWEEP_MEMORY_SHARE
+    describe_bytes = _limits.describe_bytes
+    cells = math.prod(g.shape) * len(sc.variants)
     widths = [_WIDTH.get(q, 1) for q in names if q not in ("steps_to_target", "status")]
     itemsize = 4 if dtype == "float32" else 8
     need = 2 * cells * sum(widths, 1) * itemsize
@@ -253,8 +253,6 @@ _memory_reading: list = [None, -math.inf, math.inf]  # the function read, when (
 def _available_memory_bytes(least: float) -> float:
     """:func:`bandjax._limits.available_memory_bytes`, read again unless a reading younger than
     :data:`MEMORY_READING_S` found :data:`MEMORY_MARGIN` times ``least`` bytes or more."""
-    from . import _limits
-
     read = _limits.available_memory_bytes
     fn, when, value = _memory_reading
     now = time.monotonic()
@@ -537,8 +535,13 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...], *,
             data[q] = (dims + ["stage"], np.broadcast_to(np.asarray(raw[q]), (*grid_shape, len(STAGES))))
         else:
             data[q] = (vdims, full(np.asarray(raw[q])))
-    return _assemble({k: xr.Variable(d, v, _ATTRS[k]) for k, (d, v) in data.items()},
-                     coord_variables, indexes, attrs)
+    # NumPy arrays of numbers: what xarray's checks would hand the Variable unchanged
+    return _assemble({k: xr.Variable(d, v, _ATTRS[k], fastpath=_plain(v))
+                      for k, (d, v) in data.items()}, coord_variables, indexes, attrs)
+
+
+def _plain(a) -> bool:
+    return type(a) is np.ndarray and a.dtype.kind in "biuf"
 
 
 def _own(built: tuple) -> tuple[dict, dict, dict]:
