@@ -26,7 +26,7 @@ import pandas as pd
 import xarray as xr
 from xarray.indexes import PandasIndex
 
-from . import metrics
+from . import _limits, metrics
 from ._budget_index import BudgetIndex, budget_names
 from .labels import BUDGET_NAMES, COORD_ATTRS, budget_labels
 from .links import scaling_note
@@ -128,6 +128,13 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
 
     Under uncertain inputs, :func:`bandjax.sweep` with ``samples`` (:mod:`bandjax.answers`).
 
+    The jitted pass starts as soon as the arguments are checked, and the coordinates are built
+    while it runs. A scenario keeps, while it lives, the last 8 grids that its sweeps' arguments
+    parsed to (arguments of at most :data:`ARGS_KEPT_UP_TO` values in all, told apart by type and
+    every bit), with their coordinates and overrides once the same arguments come a second time:
+    sweeping the same axes again (for other quantities, say) neither parses, checks nor labels
+    them again. The result is the same, bit for bit; a scenario made anew keeps nothing.
+
     Returns:
       An ``xarray.Dataset``; every variable has ``attrs["units"]``. ``time_to_target_s`` is NaN
       where a variant never reaches the target or was not measured, and ``status`` says which.
@@ -144,11 +151,63 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
     for q in names:
         if q not in QUANTITIES:
             raise ValueError(f"quantities: {q!r} is not known; allowed: {', '.join(QUANTITIES)}")
-    g = parse(sc, bandwidth=bandwidth, enob=enob, budget=budget, variant=variant, model=model,
-              gpu=gpu, dcs=dcs, topology=topology, workers_per_dc=workers_per_dc, H=H,
-              basis=basis, **fields)
+    args = dict(bandwidth=bandwidth, enob=enob, budget=budget, variant=variant, model=model,
+                gpu=gpu, dcs=dcs, topology=topology, workers_per_dc=workers_per_dc, H=H,
+                basis=basis, **fields)
+    kept, key = _Kept.of(sc), _args_key(args)
+    again = kept.grid(key)
+    g = parse(sc, **args) if again is None else again.grid
     check_size(sc, g, names, dtype)
-    return label(sc, g, evaluate_grid(sc, g, names, dtype), names)
+    # the jitted pass runs on XLA's threads while the labels are built here (label converts the
+    # outputs last): every check above and in dispatch_grid comes before it starts
+    raw = dispatch_grid(sc, g, names, dtype, kept=again)
+    if again is None:  # made as it is the first time; kept for when it comes again
+        kept.keep_grid(key, g)
+        return label(sc, g, raw, names)
+    return label(sc, g, raw, names, kept=again.labels)
+
+
+ARGS_KEPT_UP_TO = 2**14
+"""Sweep arguments of at most this many values in all (arrays of numbers or text, and lists or
+tuples of up to 64 plain values) are told apart exactly by :func:`_args_key`, so that the grid
+they parse to can be kept with the scenario (:class:`_Kept`); larger ones are parsed every time."""
+
+
+def _args_key(args: dict):
+    """A key that tells sweep arguments apart exactly, or None where they are not kept.
+
+    Exactly: the type of each value and every bit of it (``-0.0`` is not ``0.0``, ``1`` is not
+    ``1.0`` nor ``True``), so that two arguments with one key parse to the same grid."""
+    parts, size = [], 0
+    for name, value in args.items():
+        if type(value) is np.ndarray:
+            if value.dtype.kind not in "biufU":
+                return None
+            size += value.size
+            part = (np.ndarray, value.dtype.str, value.shape, value.tobytes())
+        elif type(value) in (list, tuple):
+            if len(value) > 64:
+                return None
+            size += len(value)
+            items = tuple(_scalar_key(v) for v in value)
+            if None in items:
+                return None
+            part = (type(value), items)
+        else:
+            part = _scalar_key(value)
+            if part is None:
+                return None
+        if size > ARGS_KEPT_UP_TO:
+            return None
+        parts.append((name, part))
+    return tuple(parts)
+
+
+def _scalar_key(value):
+    """``(type, repr)`` of a plain value (repr tells every float apart), else None."""
+    if value is None or type(value) in (bool, int, float, str) or isinstance(value, np.generic):
+        return type(value), repr(value)
+    return None
 
 
 # Values a cell of each quantity holds per variant (the inner axis), for the memory estimate.
@@ -163,9 +222,9 @@ def check_size(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "floa
     intermediates; that estimate must stay under :data:`bandjax._limits.SWEEP_MEMORY_SHARE` of the
     memory available now, and no array may pass :data:`bandjax._limits.MAX_ARRAY_ELEMENTS`.
     """
-    from ._limits import MAX_ARRAY_ELEMENTS, SWEEP_MEMORY_SHARE, describe_bytes
-
-    cells = math.prod(g.shape) * len(sc.ids)
+    MAX_ARRAY_ELEMENTS, SWEEP_MEMORY_SHARE = _limits.MAX_ARRAY_ELEMENTS, _limits.SWEEP_MEMORY_SHARE
+    describe_bytes = _limits.describe_bytes
+    cells = math.prod(g.shape) * len(sc.variants)
     widths = [_WIDTH.get(q, 1) for q in names if q not in ("steps_to_target", "status")]
     itemsize = 4 if dtype == "float32" else 8
     need = 2 * cells * sum(widths, 1) * itemsize
@@ -194,8 +253,6 @@ _memory_reading: list = [None, -math.inf, math.inf]  # the function read, when (
 def _available_memory_bytes(least: float) -> float:
     """:func:`bandjax._limits.available_memory_bytes`, read again unless a reading younger than
     :data:`MEMORY_READING_S` found :data:`MEMORY_MARGIN` times ``least`` bytes or more."""
-    from . import _limits
-
     read = _limits.available_memory_bytes
     fn, when, value = _memory_reading
     now = time.monotonic()
@@ -224,7 +281,8 @@ def precision(dtype: str):
 
 def scenario_arrays(sc: Scenario, g: Grid, device: bool = False) -> Scenario:
     """The scenario with grid ``g``'s overrides, every leaf a NumPy float64 array (``device``:
-    the scenario's own leaves already on the device, for a float64 pass; the overrides NumPy).
+    the scenario's own leaves on the device, for a float64 pass; the overrides too, from the
+    second time the scenario meets them, while it keeps them).
 
     The overrides are checked by :meth:`Scenario.replace` (each value, and what must hold between
     fields) the first time the scenario meets them. A scenario is frozen, so its own leaves as
@@ -239,15 +297,21 @@ def scenario_arrays(sc: Scenario, g: Grid, device: bool = False) -> Scenario:
     if not kept.accepts(key):
         sc.replace(**g.leaves)  # raises on a value or a relation the scenario does not allow
         kept.accept(key)
+    elif device:  # met again: worth putting on the device once
+        return kept.on_device(key, leaves)
     return dataclasses.replace(kept.device if device else kept.arrays, **leaves)
 
 
 class _Kept:
     """What a sweep keeps with a scenario while it lives (a scenario is frozen): its leaves as
-    NumPy float64 arrays and as device arrays, and the last few sets of grid overrides that it
-    accepted."""
+    NumPy float64 arrays and as device arrays, the last few sets of grid overrides that it
+    accepted (with the scenario of those overrides on the device, once a float64 pass used them),
+    and the last few grids that sweep arguments parsed to (:func:`_args_key`) with their
+    coordinates, indexes and attrs once built (:func:`label`): a notebook that sweeps the same
+    axes again, for other quantities, parses, checks and labels them once."""
 
     OVERRIDES = 8  # sets of overrides kept per scenario
+    GRIDS = 8  # parsed grids kept per scenario
     LEAF_VALUES = 2**16  # overrides of more values in all are checked every time
     _by_id: dict = {}
 
@@ -255,7 +319,8 @@ class _Kept:
         key, by_id = id(sc), _Kept._by_id  # bound now: at exit the class may be gone first
         self.ref = weakref.ref(sc, lambda _: by_id.pop(key, None))
         self.arrays = jax.tree.map(lambda x: np.asarray(x, dtype=float), sc)
-        self._accepted: collections.OrderedDict = collections.OrderedDict()
+        self._accepted: collections.OrderedDict = collections.OrderedDict()  # key -> device or None
+        self._grids: collections.OrderedDict = collections.OrderedDict()
         self._lock = threading.Lock()  # a store's slices may be swept from several threads
         self._device = None
 
@@ -271,9 +336,41 @@ class _Kept:
         if key is None:
             return
         with self._lock:
-            self._accepted[key] = True
+            self._accepted[key] = None
             while len(self._accepted) > self.OVERRIDES:
                 self._accepted.popitem(last=False)
+
+    def on_device(self, key, leaves: dict) -> Scenario:
+        """The scenario on the device with the accepted overrides ``leaves`` (of ``key``) on the
+        device too, put there once: the jitted call then converts no argument."""
+        with self._lock:
+            sc = self._accepted.get(key)
+        if sc is None:
+            sc = dataclasses.replace(self.device, **jax.device_put(leaves))
+            with self._lock:
+                if key in self._accepted:
+                    self._accepted[key] = sc
+        return sc
+
+    def grid(self, key) -> "_KeptGrid | None":
+        """The grid that sweep arguments of ``key`` parsed to, with what is kept of it (None:
+        not kept)."""
+        if key is None:
+            return None
+        with self._lock:
+            entry = self._grids.get(key)
+            if entry is not None:
+                self._grids.move_to_end(key)
+            return entry
+
+    def keep_grid(self, key, g: Grid) -> None:
+        """Keep ``g``, parsed from arguments of ``key`` and accepted by the scenario."""
+        if key is None:
+            return
+        with self._lock:
+            self._grids[key] = _KeptGrid(g)
+            while len(self._grids) > self.GRIDS:
+                self._grids.popitem(last=False)
 
     @classmethod
     def of(cls, sc: Scenario) -> "_Kept":
@@ -289,15 +386,40 @@ class _Kept:
         return self._device
 
 
-def evaluate_grid(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "float64") -> dict:
-    """The jitted quantities of ``names`` on grid ``g`` as NumPy arrays (zero-copy views)."""
+@dataclasses.dataclass
+class _KeptGrid:
+    """A grid a scenario keeps (:meth:`_Kept.keep_grid`), and what is kept of it once it comes
+    again: its coordinates, indexes and attrs by inner dimensions (:func:`label`), and the
+    scenario with its overrides and the steps on the device (:func:`dispatch_grid`)."""
+
+    grid: Grid
+    labels: dict = dataclasses.field(default_factory=dict)
+    device: tuple | None = None
+
+
+def dispatch_grid(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "float64", *,
+                  kept: _KeptGrid | None = None) -> dict:
+    """Start the jitted pass of ``names`` on grid ``g`` and return its outputs (JAX arrays) at
+    once: JAX dispatches asynchronously, so the pass runs while the caller goes on, and
+    ``np.asarray`` of an output waits for it. The overrides are checked before it starts.
+    ``kept``: ``g`` as the scenario keeps it (accepted before), whose arrays are then put on the
+    device once."""
     jit_names = tuple(q for q in names if q not in ("steps_to_target", "status"))
     with precision(dtype):
+        if kept is not None and dtype == "float64":
+            if kept.device is None:
+                kept.device = (scenario_arrays(sc, g, device=True), jax.device_put(g.steps))
+            arrays, steps = kept.device
+        else:
+            arrays, steps = scenario_arrays(sc, g, device=dtype == "float64"), g.steps
         small = math.prod(g.shape) * len(g.index) <= QUICK_CELLS
-        raw = (_evaluate_quick if small else _evaluate)(
-            scenario_arrays(sc, g, device=dtype == "float64"), g.steps, index=tuple(g.index),
-            names=jit_names)
-    return {k: np.asarray(v) for k, v in raw.items()}
+        return (_evaluate_quick if small else _evaluate)(arrays, steps, index=tuple(g.index),
+                                                         names=jit_names)
+
+
+def evaluate_grid(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "float64") -> dict:
+    """The jitted quantities of ``names`` on grid ``g`` as NumPy arrays (zero-copy views)."""
+    return {k: np.asarray(v) for k, v in dispatch_grid(sc, g, names, dtype).items()}
 
 
 def grid_coords(g: Grid) -> dict:
@@ -308,20 +430,20 @@ def grid_coords(g: Grid) -> dict:
         coords[a.name] = xr.Variable(a.name, np.asarray(a.coords), a.attrs)
     for dim, cval in g.scalars.items():
         coords[dim] = xr.Variable((), cval, g.scalar_attrs.get(dim, {}))
-    for name, (cdims, values, attrs) in g.extra_coords.items():
-        coords[name] = xr.Variable(cdims, values, attrs)
+    for name, (cdims, values, attrs) in g.extra_coords.items():  # a copy: a grid may be kept
+        coords[name] = xr.Variable(cdims, np.array(values), attrs)
     return coords
 
 
-def _dataset(data: dict, coords: dict, budget_index_names: dict | None = None) -> xr.Dataset:
-    """``xr.Dataset(data, coords=coords)`` for variables that are already consistent, built
-    directly: the same variables, coordinates and indexes (a ``PandasIndex`` for each dimension
+def _indexed(coords: dict, budget_index_names: dict | None) -> tuple[dict, dict]:
+    """The coordinates of a Dataset built directly (:func:`_assemble`), with the indexes
+    ``xr.Dataset(data, coords=coords)`` would give them: a ``PandasIndex`` for each dimension
     coordinate, the ``budget`` axis's :class:`~bandjax._budget_index.BudgetIndex` at once with
-    ``budget_index_names``), without the general constructor's alignment and merge, which cost
-    more than the rest of a 1e5-cell sweep's labelling. ``data`` and ``coords``: name ->
-    ``xr.Variable``; every attrs dict is copied, as the constructor does. The indexes of text
-    axes (variant ids, components) are kept between calls: they are the same few every time.
-    """
+    ``budget_index_names``. ``coords``: name -> ``xr.Variable``, each made for this Dataset
+    (the Dataset takes those that are not dimension coordinates as they are). Returns (name -> the
+    coordinate's own Variable, as its index gives it for a dimension coordinate; name -> index).
+    The indexes of text axes (variant ids, components) are kept between calls: they are the same
+    few every time."""
     indexes = {}
     for name, var in coords.items():
         if var.dims != (name,):
@@ -338,12 +460,22 @@ def _dataset(data: dict, coords: dict, budget_index_names: dict | None = None) -
                                                        options={"names": budget_index_names})
         else:
             indexes[name] = PandasIndex.from_variables({name: var}, options={})
-    variables = {}
-    for name, var in (*data.items(), *coords.items()):
-        if name in indexes:
-            var = indexes[name].create_variables({name: var})[name]
-        variables[name] = var.copy(deep=False)  # its own attrs dict, the data shared
-    return xr.Dataset._construct_direct(variables, set(coords), indexes=indexes)
+    # a Variable made by its constructor owns its attrs dict (a copy), as the Dataset's must
+    variables = {name: indexes[name].create_variables({name: var})[name] if name in indexes
+                 else var for name, var in coords.items()}
+    return variables, indexes
+
+
+def _assemble(data: dict, coord_variables: dict, indexes: dict, attrs: dict | None) -> xr.Dataset:
+    """``xr.Dataset(data, coords=coords, attrs=attrs)`` for variables that are already
+    consistent, built directly from ``data`` (name -> ``xr.Variable``) and :func:`_indexed`'s
+    coordinates and indexes, without the general constructor's alignment and merge, which cost
+    more than the rest of a 1e5-cell sweep's labelling. Data variables come first, as the
+    constructor orders them. The Dataset takes the Variables as they are: each must be made for
+    it (a Variable's constructor copies the attrs dict it is given, as the Dataset's does)."""
+    variables = {**data, **coord_variables}
+    return xr.Dataset._construct_direct(variables, set(coord_variables), indexes=indexes,
+                                        attrs=None if attrs is None else dict(attrs))
 
 
 @functools.lru_cache(maxsize=64)
@@ -352,10 +484,79 @@ def _text_index(name: str, values: tuple, dtype: str) -> PandasIndex:
                                       options={})
 
 
-def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Dataset:
-    """The labelled dataset of a grid's evaluated quantities."""
+_INNER = (("hot_spot", "component", COMPONENTS), ("energy_per_step_J", "energy", ENERGY_COLUMNS),
+          ("module_stage_s", "stage", STAGES))
+
+
+def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...], *,
+          kept: dict | None = None) -> xr.Dataset:
+    """The labelled dataset of a grid's evaluated quantities.
+
+    ``raw``: the jitted outputs, NumPy arrays or JAX arrays still being computed
+    (:func:`dispatch_grid`): the coordinates, their indexes and the attrs are built first, and
+    the outputs converted (waited for) only then. ``kept``: where the coordinates, indexes and
+    attrs of this scenario's grid ``g`` are kept between calls (:class:`_Kept`), or None.
+    """
+    inner = tuple(dim for q, dim, _ in _INNER if q in names)
+    built = None if kept is None else kept.get(inner)
+    if built is None:
+        built = _coordinates(sc, g, inner)
+        if kept is not None:
+            kept[inner] = built
+    if kept is None:
+        coord_variables, indexes, attrs = built
+    else:  # the kept ones are never handed out
+        coord_variables, indexes, attrs = _own(built)
     dims = g.dims
     grid_shape = g.shape
+    vids = g.variants
+    vdims = dims + (["variant"] if g.variant_is_dim else [])
+
+    # Quantities that do not vary along every axis come back small; broadcasting them is a view
+    # (read-only, as the jitted outputs already are).
+    def full(a, inner=()):
+        shape = (*grid_shape, len(vids), *inner)
+        if a.shape != shape or a.flags.writeable:
+            a = np.broadcast_to(a, shape)
+        return a if g.variant_is_dim else a[(..., 0, *(slice(None) for _ in inner))]
+
+    if "steps_to_target" in names or "status" in names:
+        steps_picked = np.take(g.steps, np.asarray(g.index), axis=-1)
+    data = {}
+    for q in names:
+        if q == "steps_to_target":
+            data[q] = (vdims, full(steps_picked))
+        elif q == "status":
+            data[q] = (vdims, full(metrics.status_of(steps_picked)))
+        elif q == "hot_spot":
+            data[q] = (vdims + ["component"], full(np.asarray(raw[q]), (len(COMPONENTS),)))
+        elif q == "energy_per_step_J":
+            data[q] = (vdims + ["energy"], full(np.asarray(raw[q]), (len(ENERGY_COLUMNS),)))
+        elif q == "module_stage_s":
+            data[q] = (dims + ["stage"], np.broadcast_to(np.asarray(raw[q]), (*grid_shape, len(STAGES))))
+        else:
+            data[q] = (vdims, full(np.asarray(raw[q])))
+    # NumPy arrays of numbers: what xarray's checks would hand the Variable unchanged
+    return _assemble({k: xr.Variable(d, v, _ATTRS[k], fastpath=_plain(v))
+                      for k, (d, v) in data.items()}, coord_variables, indexes, attrs)
+
+
+def _plain(a) -> bool:
+    return type(a) is np.ndarray and a.dtype.kind in "biuf"
+
+
+def _own(built: tuple) -> tuple[dict, dict, dict]:
+    """:func:`_coordinates`'s result for one Dataset: each Variable a copy with its own attrs
+    dict, and its own data unless that is an index's (read-only); the indexes shared (xarray
+    never changes an index in place)."""
+    variables, indexes, attrs = built
+    return ({name: var.copy(deep=name not in indexes) for name, var in variables.items()},
+            indexes, dict(attrs))
+
+
+def _coordinates(sc: Scenario, g: Grid, inner: tuple[str, ...]) -> tuple[dict, dict, dict]:
+    """The coordinates of a sweep of grid ``g`` (the inner dimensions ``inner`` among them),
+    their indexes and the Dataset's attrs: (name -> Variable, name -> index, attrs)."""
     coords = grid_coords(g)
     budget_index_names = None
     # numeric for plots and arithmetic; named beside it, and selectable by name on an axis
@@ -369,45 +570,25 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Datase
             named = functools.reduce(np.logical_or, (b_labels == n for n in BUDGET_NAMES))
             budget_index_names = budget_names(b_labels, b.values, named)
     vids = g.variants
-    vdims = dims + (["variant"] if g.variant_is_dim else [])
     if g.variant_is_dim:
         coords["variant"] = xr.Variable("variant", np.asarray(vids), COORD_ATTRS["variant"])
         coords["label"] = xr.Variable("variant", np.asarray([sc.variant(v).short for v in vids]))
     else:
         coords["variant"] = xr.Variable((), vids[0], COORD_ATTRS["variant"])
-
-    # Quantities that do not vary along every axis come back small; broadcasting them is a view.
-    def full(a, inner=()):
-        a = np.broadcast_to(a, (*grid_shape, len(vids), *inner))
-        return a if g.variant_is_dim else a[(..., 0, *(slice(None) for _ in inner))]
-
-    steps_picked = np.take(g.steps, np.asarray(g.index), axis=-1)
-    data = {}
-    for q in names:
-        if q == "steps_to_target":
-            data[q] = (vdims, full(steps_picked))
-        elif q == "status":
-            data[q] = (vdims, full(metrics.status_of(steps_picked)))
-        elif q == "hot_spot":
-            data[q] = (vdims + ["component"], full(raw[q], (len(COMPONENTS),)))
-        elif q == "energy_per_step_J":
-            data[q] = (vdims + ["energy"], full(raw[q], (len(ENERGY_COLUMNS),)))
-        elif q == "module_stage_s":
-            data[q] = (dims + ["stage"], np.broadcast_to(raw[q], (*grid_shape, len(STAGES))))
-        else:
-            data[q] = (vdims, full(raw[q]))
-    for q, dim, values in (("hot_spot", "component", COMPONENTS),
-                           ("energy_per_step_J", "energy", ENERGY_COLUMNS),
-                           ("module_stage_s", "stage", STAGES)):
-        if q in names:
+    for _, dim, values in _INNER:
+        if dim in inner:
             coords[dim] = xr.Variable(dim, np.asarray(values))
-    ds = _dataset({k: xr.Variable(d, v, _ATTRS[k]) for k, (d, v) in data.items()}, coords,
-                  budget_index_names)
+    return (*_indexed(coords, budget_index_names), _attrs(sc, g, vids))
+
+
+def _attrs(sc: Scenario, g: Grid, vids) -> dict:
+    """The attrs of a sweep's Dataset."""
+    attrs = {}
     rules = [v.id for v in sc.variants if v.basis_dependent]
     note = scaling_note(sc, [*g.dims, *g.scalars])
     if note:
-        ds.attrs["links_scaling"] = note
-    ds.attrs.update({
+        attrs["links_scaling"] = note
+    attrs.update({
         "title": "bandjax closed-form sweep",
         "target_loss": float(sc.steps.target_loss),
         "assumptions": "d calibrated to the study's step times; steps to target are single-seed "
@@ -417,9 +598,8 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...]) -> xr.Datase
     })
     own = [v.id for v in sc.variants if v.own_method and v.id in vids]
     if own:  # the scenario's H (and a sweep over it) moves only the variants without their own
-        ds.attrs["own_H_variants"] = ", ".join(
+        attrs["own_H_variants"] = ", ".join(
             f"{v} (H = {sc.variant(v).sync_every:g})" for v in own)
-        ds.attrs["H_note"] = ("the scenario's H (the H coordinate) applies to the variants that do "
-                              "not set their own; " + ds.attrs["own_H_variants"] + " keep theirs")
-    return ds
-
+        attrs["H_note"] = ("the scenario's H (the H coordinate) applies to the variants that do "
+                           "not set their own; " + attrs["own_H_variants"] + " keep theirs")
+    return attrs

@@ -202,6 +202,12 @@ def wrapper_cost(cells: float = WRAPPER_CELLS, budgets=WRAPPER_BUDGETS,
     sweep and then its core on the same arrays, back to back; ``wrapper_s`` is the median of the
     differences (paired, so that load shared with other processes cancels as far as it can).
     ``fraction_of_core`` is the core's median time over the sweep's: 1 would be a free wrapper.
+
+    Those runs sweep the same arguments again, as a notebook does, so they take what a sweep
+    keeps with its scenario (the parsed grid, its labels, the overrides on the device).
+    ``new_axes`` times, in the same runs, a sweep whose bandwidths are new every call (each
+    scaled by 1 + a few ulps), which can keep nothing: its ``wrapper_s`` is paired with the
+    same core run, and its ``fraction_of_core`` is taken the same way.
     """
     sc = bandjax.reference()
     out = {}
@@ -216,18 +222,25 @@ def wrapper_cost(cells: float = WRAPPER_CELLS, budgets=WRAPPER_BUDGETS,
         def core():
             return common._wait(grid._evaluate(*args, QUANTITIES))
 
-        user(), core()  # compile both at this shape
-        t_user, t_core = [], []
+        new = iter([bw * (1.0 + (i + 1) * 2.0**-48) for i in range(repeat + 1)])
+
+        def user_new():
+            return bandjax.sweep(sc, bandwidth=next(new), budget=bud, quantities=QUANTITIES)
+
+        user(), core(), user_new()  # compile at this shape
+        t_user, t_core, t_new = [], [], []
         for _ in range(repeat):
-            for fn, times in ((user, t_user), (core, t_core)):
+            for fn, times in ((user, t_user), (core, t_core), (user_new, t_new)):
                 t0 = time.perf_counter()
                 fn()
                 times.append(time.perf_counter() - t0)
-        sweep_s, core_s = common.stats(t_user), common.stats(t_core)
+        sweep_s, core_s, new_s = common.stats(t_user), common.stats(t_core), common.stats(t_new)
         out[str(n_budget)] = {
             "budgets": n_budget, "bandwidths": len(bw), "cells": cells_of(bw, bud),
             "wrapper_s": common.stats(np.subtract(t_user, t_core)), "sweep": sweep_s,
-            "core": core_s, "fraction_of_core": core_s["median_s"] / sweep_s["median_s"]}
+            "core": core_s, "fraction_of_core": core_s["median_s"] / sweep_s["median_s"],
+            "new_axes": {"wrapper_s": common.stats(np.subtract(t_new, t_core)), "sweep": new_s,
+                         "fraction_of_core": core_s["median_s"] / new_s["median_s"]}}
     return out
 
 

@@ -128,6 +128,9 @@ def test_wrapper_cost_is_the_sweep_less_its_core_paired(monkeypatch):
         assert x["sweep"]["n"] == x["core"]["n"] == x["wrapper_s"]["n"] == 5
         # every timed call reads the clock twice: 1 s each, so sweep - core = 0 exactly
         assert x["wrapper_s"]["median_s"] == 0.0 and x["fraction_of_core"] == 1.0
+        new = x["new_axes"]
+        assert new["sweep"]["n"] == new["wrapper_s"]["n"] == 5
+        assert new["wrapper_s"]["median_s"] == 0.0 and new["fraction_of_core"] == 1.0
     assert w["10"]["bandwidths"] == 20 and w["100"]["bandwidths"] == 2
 
 

@@ -176,3 +176,72 @@ def test_the_memory_reading_is_reused_only_far_below_it(monkeypatch):
     monkeypatch.setattr(grid, "MEMORY_READING_S", 0.0)
     bandjax.sweep(SC, bandwidth=[1.0, 2.0])
     assert len(reads) == 3
+
+
+def _bits_identical(a: xr.Dataset, b: xr.Dataset) -> None:
+    xr.testing.assert_identical(a, b)
+    for name in a.variables:
+        x, y = a[name].values, b[name].values
+        assert x.dtype == y.dtype and x.shape == y.shape, name
+        if x.dtype.kind == "f":  # signs of zero and NaN bits too
+            assert np.array_equal(x.view(np.int64), y.view(np.int64)), name
+
+
+@pytest.mark.parametrize("first, again", [
+    (dict(wan_latency_s=np.array([0.0, 1e-3])), dict(wan_latency_s=np.array([-0.0, 1e-3]))),
+    (dict(wan_latency_s=[0.0, 1e-3]), dict(wan_latency_s=[-0.0, 1e-3])),
+    (dict(budget=[10, 20]), dict(budget=[10.0, 20.0])),
+    (dict(bandwidth=np.geomspace(1, 10, 4)), dict(bandwidth=np.geomspace(1, 10, 4)[::-1].copy())),
+    (dict(model=["study"]), dict(model="study")),
+])
+def test_arguments_that_differ_in_any_bit_are_not_one_kept_grid(first, again):
+    sc = SC.replace(wan_latency_s=0.01)  # a scenario of its own: nothing kept from other tests
+    for kwargs in (first, again, first, again):
+        ds = bandjax.sweep(sc, **kwargs)
+        _bits_identical(ds, _general(ds))
+        # as a fresh parse of these arguments: another scenario object keeps nothing of sc's
+        _bits_identical(ds, bandjax.sweep(sc.replace(), **kwargs))
+
+
+def test_a_kept_grid_gives_what_a_fresh_parse_gives():
+    sc = SC.replace(wan_latency_s=0.02)
+    kwargs = dict(bandwidth=np.geomspace(0.1, 1000, 50), budget=[10, "low", "free"],
+                  model=["study", "llama3-8b"])
+    for quantities in (("step_s", "status", "hot_spot"), None, ("module_stage_s",),
+                       ("step_s", "status", "hot_spot")):
+        first = bandjax.sweep(sc, **kwargs, quantities=quantities)
+        # each Dataset owns its coordinates: what the grid kept with sc holds is not touched
+        first.params.values[0] = -1.0
+        first.budget_label.values[0] = "x"
+        first.label.values[0] = "x"
+        first["budget"].attrs["units"] = "x"
+        first["model"].attrs["long_name"] = "x"
+        first.attrs["title"] = "x"
+        again = bandjax.sweep(sc, **kwargs, quantities=quantities)
+        fresh = bandjax.sweep(sc.replace(), **kwargs, quantities=quantities)
+        _bits_identical(again, fresh)
+        _bits_identical(again, _general(again))
+        assert again.params.values[0] == fresh.params.values[0] != -1.0
+        assert again.budget_label.values[0] == "low" and again.label.values[0] != "x"
+        assert again["budget"].attrs["units"] == "GFLOP/s" and again.attrs["title"] != "x"
+
+
+def test_the_outputs_are_read_only():
+    for kwargs in (dict(bandwidth=[1.0, 2.0], budget=[10.0, 20.0]),
+                   dict(bandwidth=[1.0, 2.0], variant="adamw")):
+        ds = bandjax.sweep(SC, **kwargs)
+        for name, var in ds.data_vars.items():
+            assert not var.values.flags.writeable, name
+            with pytest.raises(ValueError):
+                var.values.flat[0] = 0.0
+
+
+def test_a_kept_grid_keeps_each_precision_its_own():
+    # the kept scenario on the device is float64's: a float32 pass of the same grid is float32's
+    sc = SC.replace(wan_latency_s=0.03)
+    kwargs = dict(bandwidth=np.geomspace(0.1, 1000, 30), budget=[1.0, 10.0, 100.0])
+    for dtype in ("float64", "float32", "float64", "float32", "float32"):
+        ds = bandjax.sweep(sc, **kwargs, dtype=dtype)
+        _bits_identical(ds, bandjax.sweep(sc.replace(), **kwargs, dtype=dtype))
+    with pytest.raises(ValueError, match="dtype = 'float16'"):
+        bandjax.sweep(sc, **kwargs, dtype="float16")
