@@ -30,13 +30,15 @@ reachable where any R_ij <= 0: still a closed form, one per link, and its maximu
 
 from __future__ import annotations
 
+import math
+
 from . import _jax  # 64-bit floats, the Scenario PyTree; compile options
 import jax
 import jax.numpy as jnp
 import numpy as np
 import xarray as xr
 
-from .grid import grid_coords, scenario_arrays
+from .grid import QUICK_CELLS, grid_coords, scenario_arrays
 from .labels import COORD_ATTRS
 from .links import scaling_note
 from .scenario import Scenario, reference
@@ -215,7 +217,10 @@ def required_bandwidth(scenario: Scenario | None = None, utilisation=DEFAULT_UTI
                          "0 < lowest < highest")
     u = _check_targets(utilisation)
     g = parse(sc, variant=variant, **grid)
-    bandwidth, status, cap = _needed_once(scenario_arrays(sc, g), u, lo * 1e9, hi * 1e9)
+    # a small grid compiles quickly (and keeps its program); a large one compiles to run fast
+    small = u.size * math.prod(g.shape) * len(sc.ids) <= QUICK_CELLS
+    bandwidth, status, cap = (_needed_once if small else needed_Bps)(
+        scenario_arrays(sc, g), u, lo * 1e9, hi * 1e9)
     index = np.asarray(g.index)
     bandwidth, status, cap = (np.take(np.asarray(x), index, axis=-1) for x in (bandwidth, status, cap))
     shape = (u.size, *g.shape, index.size)
