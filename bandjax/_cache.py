@@ -6,6 +6,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+class CacheWarning(UserWarning):
+    """The cache folder cannot be used (the command line prints it as one line)."""
+
+
 CACHE_OFF_ENV = "BANDJAX_NO_CACHE"  # set to 1 (or true, yes): no cache from bandjax
 CACHE_DIR_ENV = "BANDJAX_CACHE_DIR"  # a folder for the cache instead of the default
 _OFF = ("", "0", "false", "no", "off")
@@ -14,7 +18,8 @@ _OFF = ("", "0", "false", "no", "off")
 def cache_folder(environ=None) -> Path | None:
     """``$BANDJAX_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/bandjax`` (an absolute
     ``XDG_CACHE_HOME``), else ``~/.cache/bandjax``: the user's cache folder, never the working
-    directory. None when ``BANDJAX_NO_CACHE`` is 1 (or true, yes, on) or no home folder is known."""
+    directory. None when ``BANDJAX_NO_CACHE`` is 1 (or true, yes, on), when no home folder is
+    known, or when the path is there but is not a folder (:func:`not_a_folder` says so)."""
     env = os.environ if environ is None else environ
     if env.get(CACHE_OFF_ENV, "").strip().lower() not in _OFF:
         return None
@@ -30,4 +35,26 @@ def cache_folder(environ=None) -> Path | None:
             except RuntimeError:  # no home folder known
                 return None
         path = base / "bandjax"
-    return path if path.is_absolute() else None
+    if not path.is_absolute() or not_a_folder(path):
+        return None
+    return path
+
+
+def not_a_folder(path: Path) -> bool:
+    """True where ``path`` exists and is not a folder (a file, a device): no cache there."""
+    try:
+        return path.exists() and not path.is_dir()
+    except OSError:  # unreadable: treated as absent, each write then fails and is skipped
+        return False
+
+
+def warn_if_unusable(environ=None) -> None:
+    """A :class:`CacheWarning` where ``BANDJAX_CACHE_DIR`` names something that is not a folder
+    (and the cache is not off): nothing is cached then."""
+    env = os.environ if environ is None else environ
+    where = env.get(CACHE_DIR_ENV)
+    if where and cache_folder(env) is None and env.get(CACHE_OFF_ENV, "").strip().lower() in _OFF:
+        import warnings
+
+        warnings.warn(f"{CACHE_DIR_ENV} = {where!r} is not a folder: nothing is cached this run "
+                      "(point it at a folder, or unset it)", CacheWarning, stacklevel=3)

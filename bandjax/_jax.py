@@ -14,7 +14,7 @@ import pickle
 import jax
 import numpy as np
 
-from ._cache import cache_folder
+from ._cache import cache_folder, warn_if_unusable
 from .scenario import LEAVES, Scenario
 
 # Byte counts of billion-parameter models and sub-microsecond terms need 64-bit floats.
@@ -51,6 +51,7 @@ def cache_settings(environ=None, configured_dir=None) -> dict:
     return out
 
 
+warn_if_unusable()
 for _name, _value in cache_settings(configured_dir=jax.config.jax_compilation_cache_dir).items():
     jax.config.update(_name, _value)
 
@@ -157,7 +158,7 @@ def kept_program(fun, options: dict, statics: tuple, args: tuple, kwargs: dict):
     the one kept in bandjax's cache folder, else traced now and kept there. None (the caller calls
     its own jit) where nothing is kept: the cache is off, a static argument came by position, or
     an argument cannot be described."""
-    from ._cache import cache_folder
+    from ._cache import cache_folder, warn_if_unusable
 
     folder = cache_folder()
     names = fun.__code__.co_varnames[:fun.__code__.co_argcount]

@@ -139,3 +139,19 @@ def test_a_new_process_keeps_the_users_own_cache_folder(tmp_path):
     assert _run(tmp_path, JAX_COMPILATION_CACHE_DIR=str(own),
                 JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0") == str(own)
     assert _files(own) and not _files(tmp_path / "xdg")
+
+
+def test_a_cache_folder_that_is_a_file_is_one_warning_line_and_nothing_cached(tmp_path):
+    # BANDJAX_CACHE_DIR naming a file: the command says so in one line and runs without a cache
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE", "BANDJAX_"))}
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder\n")
+    env.update(PYTHONPATH=str(ROOT), BANDJAX_CACHE_DIR=str(blocker), HOME=str(tmp_path / "home"))
+    proc = subprocess.run([sys.executable, "-m", "bandjax", "need", "--utilisation", "0.5"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stderr.splitlines()
+    assert lines == [f"bandjax need: warning: BANDJAX_CACHE_DIR = {str(blocker)!r} is not a "
+                     "folder: nothing is cached this run (point it at a folder, or unset it)"]
+    assert blocker.read_text() == "not a folder\n" and sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]

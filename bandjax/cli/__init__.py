@@ -76,6 +76,27 @@ def _one_line(e: BaseException) -> str:
     return text
 
 
+def _cache_warnings_as_lines(command) -> None:
+    """The cache folder's warnings printed as one line each, "bandjax CMD: warning: ...", not
+    as Python's warning with its source line."""
+    import warnings
+
+    from .._cache import CacheWarning
+
+    plain = warnings.showwarning
+    if getattr(plain, "_bandjax", False):
+        return
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, CacheWarning):
+            print(f"{command()}: warning: {message}", file=sys.stderr)
+        else:
+            plain(message, category, filename, lineno, file, line)
+
+    show._bandjax = True
+    warnings.showwarning = show
+
+
 def main(argv=None) -> int:
     """Run ``bandjax`` with ``argv`` (default: ``sys.argv[1:]``); return the exit status (a
     Ctrl-C with ``argv`` None, the command line, ends the process at once with status 130)."""
@@ -85,6 +106,7 @@ def main(argv=None) -> int:
         from .._io import install_interrupt, interrupted_line
 
         install_interrupt()
+    _cache_warnings_as_lines(lambda: command)
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
