@@ -128,7 +128,7 @@ def quick(jitted, options=quick_compile, **jit_kwargs):
 # PROGRAMS_FOLDER in bandjax's cache folder, keyed by everything the program is a function of:
 # bandjax's source, the versions of JAX, jaxlib and Python, the device, the compiler options, the
 # function, its static arguments, and its other arguments' structure (the scenario's tables and
-# variants included), shapes and dtypes. A new process reads the program back and compiles it,
+# variants included), shapes and dtypes, and whether 64-bit floats are on. A new process reads the program back and compiles it,
 # which JAX's cache then answers. A file that cannot be read is traced anew and replaced.
 PROGRAMS_FOLDER = "programs"
 PROGRAMS_KEEP = 400  # programs kept (10 to 300 KB each), the least recently used go first
@@ -145,7 +145,7 @@ def _program_digest() -> str:
 
     device = jax.devices()[0]
     h = hashlib.sha256(repr((jax.__version__, jaxlib.__version__, sys.version, device.platform,
-                             device.device_kind, jax.config.jax_enable_x64)).encode())
+                             device.device_kind)).encode())
     root = Path(__file__).parent
     for path in sorted(root.rglob("*.py")):
         h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
@@ -167,8 +167,10 @@ def kept_program(fun, options: dict, statics: tuple, args: tuple, kwargs: dict):
     dynamic = {k: v for k, v in kwargs.items() if k not in statics}
     static_kw = {k: v for k, v in kwargs.items() if k in statics}
     leaves, tree = jax.tree.flatten((args, dynamic))
-    seen = (fun, tuple(sorted(options.items())), tuple(sorted((k, repr(v)) for k, v in static_kw.items())),
-            tree, tuple(map(_described, leaves)))
+    # 64-bit floats on or off (a float32 sweep turns them off for its call) decides the program
+    seen = (fun, bool(jax.config.jax_enable_x64), tuple(sorted(options.items())),
+            tuple(sorted((k, repr(v)) for k, v in static_kw.items())), tree,
+            tuple(map(_described, leaves)))
     try:
         if seen in _LOADED:
             return _LOADED[seen]

@@ -80,21 +80,26 @@ def test_a_quick_function_keeps_its_traced_program_and_reads_it_back(tmp_path, m
     for args, n in [((x,), 4.0), ((x[:3],), 3.0), ((x.astype(np.float32),), 3.0)]:
         np.testing.assert_array_equal(np.asarray(q(*args, n=n)), np.asarray(plain(*args, n=n)))
     assert len(kept) == 4 and len(list((tmp_path / "programs").glob("*.bin"))) == 4
+    with jax.enable_x64(False):  # the same arguments with 64-bit floats off: another program
+        low = plain(x, n=3.0)
+        assert low.dtype == np.float32 and q(x, n=3.0).dtype == np.float32
+        np.testing.assert_array_equal(np.asarray(q(x, n=3.0)), np.asarray(low))
+    assert len(kept) == 5
     # a file that cannot be read is traced anew (and replaced); so is another program's file
     kept[0].write_bytes(b"not a program")
     q = fresh()
     np.testing.assert_array_equal(np.asarray(q(x, n=3.0)), np.asarray(plain(x, n=3.0)))
-    assert len(kept) == 5 and kept[4] == kept[0]
+    assert len(kept) == 6 and kept[5] == kept[0]
     kept[0].write_bytes(kept[1].read_bytes())  # n = 4's program under n = 3's name
     q = fresh()
     np.testing.assert_array_equal(np.asarray(q(x, n=3.0)), np.asarray(plain(x, n=3.0)))
-    assert len(kept) == 6 and kept[5] == kept[0]
+    assert len(kept) == 7 and kept[6] == kept[0]
     # a static argument by position, or the cache off: the plain jitted call, nothing kept
     assert _jax.kept_program(_scaled, {}, ("n",), (x, 5.0), {}) is None
     monkeypatch.setenv("BANDJAX_NO_CACHE", "1")
     q = fresh()
     np.testing.assert_array_equal(np.asarray(q(x, n=6.0)), np.asarray(plain(x, n=6.0)))
-    assert len(kept) == 6
+    assert len(kept) == 7
 
 
 CHILD = """
