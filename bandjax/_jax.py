@@ -127,9 +127,10 @@ def quick(jitted, options=quick_compile, **jit_kwargs):
 # own one-off calls (:func:`quick`) keep their traced program too (``jax.export``: StableHLO), under
 # PROGRAMS_FOLDER in bandjax's cache folder, keyed by everything the program is a function of:
 # bandjax's source, the versions of JAX, jaxlib and Python, the device, the compiler options, the
-# function, its static arguments, and its other arguments' structure (the scenario's tables and
-# variants included), shapes and dtypes, and whether 64-bit floats are on. A new process reads the program back and compiles it,
-# which JAX's cache then answers. A file that cannot be read is traced anew and replaced.
+# function, its static arguments, its other arguments' structure (the scenario's tables and
+# variants included), shapes and dtypes, and JAX's settings that change a trace (64-bit floats).
+# A new process reads the program back and compiles it, which JAX's cache then answers. A file
+# that cannot be read is traced anew and replaced.
 PROGRAMS_FOLDER = "programs"
 PROGRAMS_KEEP = 400  # programs kept (10 to 300 KB each), the least recently used go first
 _LOADED: dict = {}  # this process's (run, out_tree), by what decides them
@@ -167,8 +168,12 @@ def kept_program(fun, options: dict, statics: tuple, args: tuple, kwargs: dict):
     dynamic = {k: v for k, v in kwargs.items() if k not in statics}
     static_kw = {k: v for k, v in kwargs.items() if k in statics}
     leaves, tree = jax.tree.flatten((args, dynamic))
-    # 64-bit floats on or off (a float32 sweep turns them off for its call) decides the program
-    seen = (fun, bool(jax.config.jax_enable_x64), tuple(sorted(options.items())),
+    # 64-bit floats on or off (a float32 sweep turns them off for its call), and JAX's other
+    # settings that change a trace, decide the program
+    config = jax.config
+    settings = (bool(config.jax_enable_x64), str(config.jax_numpy_dtype_promotion),
+                str(config.jax_default_matmul_precision), str(config.jax_numpy_rank_promotion))
+    seen = (fun, settings, tuple(sorted(options.items())),
             tuple(sorted((k, repr(v)) for k, v in static_kw.items())), tree,
             tuple(map(_described, leaves)))
     try:
