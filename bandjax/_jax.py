@@ -126,9 +126,10 @@ def quick(jitted, options=quick_compile, **jit_kwargs):
 # lowers it before it can look that up: about two thirds of a second report's own time. bandjax's
 # own one-off calls (:func:`quick`) keep their traced program too (``jax.export``: StableHLO), under
 # PROGRAMS_FOLDER in bandjax's cache folder, keyed by everything the program is a function of:
-# bandjax's source, the versions of JAX, jaxlib and Python, the device, the compiler options, the
-# function, its static arguments, its other arguments' structure (the scenario's tables and
-# variants included), shapes and dtypes, and JAX's settings that change a trace (64-bit floats).
+# bandjax's source, the versions of JAX, jaxlib, NumPy and Python, the device, the compiler
+# options, the function, its static arguments, its other arguments' structure (the scenario's
+# tables and variants included), shapes and dtypes, and JAX's settings that change a trace
+# (64-bit floats).
 # A new process reads the program back and compiles it, which JAX's cache then answers. A file
 # that cannot be read is traced anew and replaced.
 PROGRAMS_FOLDER = "programs"
@@ -145,8 +146,8 @@ def _program_digest() -> str:
     import jaxlib
 
     device = jax.devices()[0]
-    h = hashlib.sha256(repr((jax.__version__, jaxlib.__version__, sys.version, device.platform,
-                             device.device_kind)).encode())
+    h = hashlib.sha256(repr((jax.__version__, jaxlib.__version__, np.__version__, sys.version,
+                             device.platform, device.device_kind)).encode())
     root = Path(__file__).parent
     for path in sorted(root.rglob("*.py")):
         h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
