@@ -181,9 +181,9 @@ def _args_key(args: dict):
     parts, size = [], 0
     for name, value in args.items():
         if type(value) is np.ndarray:
-            if value.dtype.kind not in "biufU":
-                return None
             size += value.size
+            if value.dtype.kind not in "biufU" or size > ARGS_KEPT_UP_TO:
+                return None  # before any copy: a huge argument is refused by parse, at once
             part = (np.ndarray, value.dtype.str, value.shape, value.tobytes())
         elif type(value) in (list, tuple):
             if len(value) > 64:
