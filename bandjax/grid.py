@@ -570,15 +570,21 @@ def _coordinates(sc: Scenario, g: Grid, inner: tuple[str, ...]) -> tuple[dict, d
             named = functools.reduce(np.logical_or, (b_labels == n for n in BUDGET_NAMES))
             budget_index_names = budget_names(b_labels, b.values, named)
     vids = g.variants
-    if g.variant_is_dim:
-        coords["variant"] = xr.Variable("variant", np.asarray(vids), COORD_ATTRS["variant"])
-        coords["label"] = xr.Variable("variant", np.asarray([sc.variant(v).short for v in vids]))
-    else:
-        coords["variant"] = xr.Variable((), vids[0], COORD_ATTRS["variant"])
+    coords.update(variant_coords(sc, g))
     for _, dim, values in _INNER:
         if dim in inner:
             coords[dim] = xr.Variable(dim, np.asarray(values))
     return (*_indexed(coords, budget_index_names), _attrs(sc, g, vids))
+
+
+def variant_coords(sc: Scenario, g: Grid) -> dict:
+    """The grid's variant coordinate (a dimension, with each variant's short ``label`` beside it,
+    or a scalar where one variant was asked for as a scalar)."""
+    vids = g.variants
+    if g.variant_is_dim:
+        return {"variant": xr.Variable("variant", np.asarray(vids), COORD_ATTRS["variant"]),
+                "label": xr.Variable("variant", np.asarray([sc.variant(v).short for v in vids]))}
+    return {"variant": xr.Variable((), vids[0], COORD_ATTRS["variant"])}
 
 
 def _attrs(sc: Scenario, g: Grid, vids) -> dict:

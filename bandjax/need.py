@@ -38,8 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 import xarray as xr
 
-from .grid import QUICK_CELLS, grid_coords, scenario_arrays
-from .labels import COORD_ATTRS
+from .grid import QUICK_CELLS, grid_coords, scenario_arrays, variant_coords
 from .links import scaling_note
 from .scenario import Scenario, reference
 from .step import (COMPONENTS, STAGES, col, fragment_parts_s, sum_parts, sync_method, traffic_B,
@@ -233,11 +232,7 @@ def required_bandwidth(scenario: Scenario | None = None, utilisation=DEFAULT_UTI
         "units": "1", "long_name": "compute utilisation target (GPU compute / step time)"}),
         **grid_coords(g)}
     vids = g.variants
-    if g.variant_is_dim:
-        coords["variant"] = xr.Variable("variant", np.asarray(vids), COORD_ATTRS["variant"])
-        coords["label"] = xr.Variable("variant", np.asarray([sc.variant(v).short for v in vids]))
-    else:
-        coords["variant"] = xr.Variable((), vids[0], COORD_ATTRS["variant"])
+    coords.update(variant_coords(sc, g))
     GBps = bandwidth / 1e9
     delayed = [v for v in vids if sc.variant(v).delay > 0]
     ds = xr.Dataset({
