@@ -135,6 +135,7 @@ def quick(jitted, options=quick_compile, **jit_kwargs):
 PROGRAMS_FOLDER = "programs"
 PROGRAMS_KEEP = 400  # programs kept (10 to 300 KB each), the least recently used go first
 _LOADED: dict = {}  # this process's (run, out_tree), by what decides them
+LOADED_KEEP = 256  # programs a process keeps at hand
 
 
 @functools.cache
@@ -160,8 +161,6 @@ def kept_program(fun, options: dict, statics: tuple, args: tuple, kwargs: dict):
     the one kept in bandjax's cache folder, else traced now and kept there. None (the caller calls
     its own jit) where nothing is kept: the cache is off, a static argument came by position, or
     an argument cannot be described."""
-    from ._cache import cache_folder, warn_if_unusable
-
     folder = cache_folder()
     names = fun.__code__.co_varnames[:fun.__code__.co_argcount]
     if folder is None or any(name in statics for name in names[:len(args)]):
@@ -202,6 +201,8 @@ def kept_program(fun, options: dict, statics: tuple, args: tuple, kwargs: dict):
         kept = exported, out_trees[-1]
         _keep(path, key, *kept)
     exported, out_tree = kept
+    while len(_LOADED) >= LOADED_KEEP:  # the oldest first: dicts keep their insertion order
+        del _LOADED[next(iter(_LOADED))]
     _LOADED[seen] = jax.jit(exported.call, compiler_options=options), out_tree
     return _LOADED[seen]
 
