@@ -145,7 +145,6 @@ def time_to_target_s(sc: Scenario, steps):
     return steps * step_s(sc)
 
 
-
 # bandjax's own one-off evaluations (the report's load-0 steps and weakest inputs): one compiled
 # call, kept between processes (bandjax._jax.quick), where op-by-op each operation of the closed
 # forms would be a small program of its own, 60 of them read back in a second report
