@@ -162,3 +162,23 @@ def test_a_cache_folder_that_is_a_file_is_one_warning_line_and_nothing_cached(tm
     assert lines == [f"bandjax need: warning: BANDJAX_CACHE_DIR = {str(blocker)!r} is not a "
                      "folder: nothing is cached this run (point it at a folder, or unset it)"]
     assert blocker.read_text() == "not a folder\n" and sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+@pytest.mark.slow
+def test_a_jax_cache_entry_cut_short_is_compiled_anew_without_a_word(tmp_path):
+    # a process ended while JAX wrote an entry (JAX writes in place) leaves it cut short: the
+    # next command reads it, JAX compiles anew, and the command line prints nothing about it
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE", "BANDJAX_"))}
+    env.update(PYTHONPATH=str(ROOT), BANDJAX_CACHE_DIR=str(tmp_path / "cache"),
+               HOME=str(tmp_path / "home"))
+    argv = [sys.executable, "-m", "bandjax", "need", "--utilisation", "0.5"]
+    first = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0 and first.stderr == "", first.stderr[-2000:]
+    entries = [p for p in (tmp_path / "cache").glob("jit_*-cache")]
+    assert entries, "JAX's cache has entries"
+    for p in entries:
+        p.write_bytes(p.read_bytes()[:20])
+    again = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and again.stderr == "", again.stderr[-2000:]
+    assert again.stdout == first.stdout

@@ -78,11 +78,16 @@ def _one_line(e: BaseException) -> str:
 
 def _cache_warnings_as_lines(command) -> None:
     """The cache folder's warnings printed as one line each, "bandjax CMD: warning: ...", not
-    as Python's warning with its source line."""
+    as Python's warning with its source line; JAX's own about an entry of its cache it could not
+    read or write are not printed (it compiles anew)."""
     import warnings
 
     from .._cache import CacheWarning
 
+    # JAX writes its cache entries in place: one cut short (a process ended while it wrote) is
+    # read back as an error that JAX warns of, then compiles anew and writes whole again
+    warnings.filterwarnings("ignore", message="Error (reading|writing) persistent compilation "
+                                              "cache entry", category=UserWarning)
     plain = warnings.showwarning
     if getattr(plain, "_bandjax", False):
         return
