@@ -104,7 +104,21 @@ def _cache_warnings_as_lines(command) -> None:
 
 def main(argv=None) -> int:
     """Run ``bandjax`` with ``argv`` (default: ``sys.argv[1:]``); return the exit status (a
-    Ctrl-C with ``argv`` None, the command line, ends the process at once with status 130)."""
+    Ctrl-C with ``argv`` None, the command line, ends the process at once with status 130).
+
+    From the command line (``argv`` None) the process then ends at once with that status, its
+    output flushed: the interpreter's shutdown (seconds of tearing down XLA) resets the Ctrl-C
+    handling first, so an interrupt landing there ended the process by the signal, silently,
+    after the command had finished."""
+    status = _main(argv)
+    if argv is None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    return status
+
+
+def _main(argv) -> int:
     from_command_line = argv is None
     command = "bandjax"
     if from_command_line:  # before jax loads: a Ctrl-C at any moment is one line and 130
