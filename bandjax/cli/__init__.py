@@ -107,9 +107,9 @@ def main(argv=None) -> int:
     Ctrl-C with ``argv`` None, the command line, ends the process at once with status 130).
 
     From the command line (``argv`` None) the process then ends at once with that status, its
-    output flushed: the interpreter's shutdown (seconds of tearing down XLA) resets the Ctrl-C
-    handling first, so an interrupt landing there ended the process by the signal, silently,
-    after the command had finished."""
+    output flushed: the interpreter's shutdown (about half a second of tearing XLA down) resets
+    the Ctrl-C handling first, so an interrupt landing there ended the process by the signal,
+    silently, after the command had finished."""
     status = _main(argv)
     if argv is None:
         sys.stdout.flush()
