@@ -4,6 +4,7 @@ engine's runs are kept between processes (no jax here: the event engine's worker
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 class CacheWarning(UserWarning):
@@ -58,3 +59,30 @@ def warn_if_unusable(environ=None) -> None:
 
         warnings.warn(f"{CACHE_DIR_ENV} = {where!r} is not a folder: nothing is cached this run "
                       "(point it at a folder, or unset it)", CacheWarning, stacklevel=3)
+
+
+PART_STALE_S = 3600.0
+"""A write's temporary ``.NAME.*.part`` file (:func:`bandjax._io.atomic_write_bytes`) older than
+this was cut short (its process was killed): :func:`trim` removes it."""
+
+
+def trim(folder: Path, pattern: str, keep: int, companions: tuple[str, ...] = ()) -> None:
+    """Keep the ``keep`` most recently used entries of ``folder`` matching ``pattern`` (and each
+    one's files with the ``companions`` suffixes beside it), remove the rest, and remove writes
+    left cut short (:data:`PART_STALE_S`). A file another process removed meanwhile is skipped."""
+    kept = sorted(folder.glob(pattern), key=_mtime, reverse=True)
+    for old in kept[keep:]:
+        old.unlink(missing_ok=True)
+        for suffix in companions:
+            old.with_suffix(suffix).unlink(missing_ok=True)
+    stale = time.time() - PART_STALE_S
+    for part in folder.glob(".*.part"):
+        if 0.0 < _mtime(part) < stale:
+            part.unlink(missing_ok=True)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:  # removed meanwhile by another process: the oldest, and nothing to remove
+        return 0.0

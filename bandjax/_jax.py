@@ -14,7 +14,7 @@ import pickle
 import jax
 import numpy as np
 
-from ._cache import cache_folder, warn_if_unusable
+from ._cache import cache_folder, trim, warn_if_unusable
 from .scenario import LEAVES, Scenario
 
 # Byte counts of billion-parameter models and sub-microsecond terms need 64-bit floats.
@@ -235,15 +235,8 @@ def _keep(path, key: str, exported, out_tree) -> None:
 
     try:
         atomic_write_bytes(path, pickle.dumps((key, bytes(exported.serialize()), out_tree)))
-        kept = sorted(path.parent.glob("*.bin"), key=_mtime, reverse=True)
-        for old in kept[PROGRAMS_KEEP:]:
-            old.unlink(missing_ok=True)
+        trim(path.parent, "*.bin", PROGRAMS_KEEP)
     except Exception:  # noqa: BLE001 - a cache that cannot be written is skipped
         pass
 
 
-def _mtime(path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:  # removed meanwhile by another process
-        return 0.0

@@ -439,6 +439,7 @@ class _RunCache:
         return summary if isinstance(summary, dict) else None
 
     def put(self, pairs: list) -> None:
+        from bandjax._cache import trim
         from bandjax._io import atomic_write_bytes
 
         try:
@@ -446,9 +447,7 @@ class _RunCache:
                 text = json.dumps(summary, default=_plain)
                 atomic_write_bytes(self._path(task), text.encode("utf-8"))
             if pairs:
-                kept = sorted(self.folder.glob("*.json"), key=_mtime, reverse=True)
-                for old in kept[RUN_CACHE_KEEP:]:
-                    old.unlink(missing_ok=True)
+                trim(self.folder, "*.json", RUN_CACHE_KEEP)
         except (OSError, TypeError, ValueError):
             pass
 
@@ -459,13 +458,6 @@ def _plain(x):
     if isinstance(x, np.floating):
         return float(x)
     raise TypeError(f"{type(x).__name__} is not JSON-ready")
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:  # removed meanwhile by another run
-        return 0.0
 
 
 class Pending:

@@ -182,3 +182,22 @@ def test_a_jax_cache_entry_cut_short_is_compiled_anew_without_a_word(tmp_path):
     again = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and again.stderr == "", again.stderr[-2000:]
     assert again.stdout == first.stdout
+
+
+def test_trim_keeps_the_most_recently_used_and_removes_writes_cut_short(tmp_path):
+    from bandjax._cache import PART_STALE_S, trim
+
+    now = 1_000_000_000.0
+    for i in range(4):  # a.png used last, d.png first; each with its .svg beside it
+        for suffix in (".png", ".svg"):
+            p = tmp_path / f"{'abcd'[i]}{suffix}"
+            p.write_text("x")
+            os.utime(p, (now - i, now - i))
+    cut = tmp_path / ".e.png.x1.part"  # a write whose process was killed long ago
+    cut.write_text("half")
+    os.utime(cut, (now - 2 * PART_STALE_S,) * 2)
+    going = tmp_path / ".f.png.x2.part"  # a write going on now, in another process
+    going.write_text("half")
+    trim(tmp_path, "*.png", 2, companions=(".svg",))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".f.png.x2.part", "a.png", "a.svg",
+                                                          "b.png", "b.svg"]

@@ -17,6 +17,7 @@ import sys
 import threading
 from pathlib import Path
 
+from .._cache import trim
 from .._io import atomic_write_bytes
 from ..scenario import Scenario
 from . import passes
@@ -304,16 +305,6 @@ def _cache_write(folder: Path, key: str, svg: bytes, png: bytes) -> None:
     try:
         atomic_write_bytes(folder / f"{key}.svg", svg)
         atomic_write_bytes(folder / f"{key}.png", png)
-        kept = sorted(folder.glob("*.png"), key=_mtime, reverse=True)
-        for old in kept[CACHE_KEEP:]:
-            old.unlink(missing_ok=True)
-            old.with_suffix(".svg").unlink(missing_ok=True)
+        trim(folder, "*.png", CACHE_KEEP, companions=(".svg",))
     except OSError:
         pass
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:  # removed meanwhile by another run
-        return 0.0
