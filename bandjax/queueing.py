@@ -255,7 +255,7 @@ _BACKLOG_PIECES = 16  # pieces of the backlog's exponential, each with its own s
 
 
 def expected_max_s(base_s, noise_s, busy, tail_s, links, spread_per_s=0.0,
-                   pieces=_BACKLOG_PIECES, grid=_GRID):
+                   pieces=_BACKLOG_PIECES):
     """E[max over L iid links] of a link's sync time X = base + N + E, s, minus E[X]:
 
         E = 0 with probability 1 - busy, else exponential of mean tail
@@ -267,7 +267,7 @@ def expected_max_s(base_s, noise_s, busy, tail_s, links, spread_per_s=0.0,
 
     ``spread_per_s`` (s, the variance N gains per second that E adds) is 0 for a spread that does
     not depend on the backlog. E[max] = lo + integral over [lo, hi] of 1 - F(x)^L dx (Simpson's
-    rule on ``grid``'s nodes, :func:`_squared_nodes`, 400 intervals by default),
+    rule on :data:`_GRID`'s nodes, :func:`_squared_nodes`, 400 intervals),
     F(x) = (1 - busy) Phi(x / noise) + busy P(E + N <= x); the
     backlog's part is summed over ``pieces`` pieces [e_a, e_b] of E (a whole number, outside
     jit), each with the spread at E's mean on the piece, sigma, in closed form:
@@ -292,7 +292,7 @@ def expected_max_s(base_s, noise_s, busy, tail_s, links, spread_per_s=0.0,
     top = (jnp.log(L) + 30) * theta  # the backlog beyond it has probability < 1e-13 / L
     lo = -10 * sd
     hi = 10 * jnp.sqrt(sd ** 2 + rate * top) + top
-    nodes, weights = grid
+    nodes, weights = _GRID
     u = lo + (hi - lo) * nodes
     p = busy[..., None]
     # the backlog's pieces: edges e_j = top (j / J)^2, denser near 0 where most of its mass is
