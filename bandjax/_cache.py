@@ -7,6 +7,7 @@ import os
 import time
 from pathlib import Path
 
+
 class CacheWarning(UserWarning):
     """The cache folder cannot be used (the command line prints it as one line)."""
 
@@ -22,7 +23,7 @@ def cache_folder(environ=None) -> Path | None:
     directory. None when ``BANDJAX_NO_CACHE`` is 1 (or true, yes, on), when no home folder is
     known, or when the path is there but is not a folder (:func:`not_a_folder` says so)."""
     env = os.environ if environ is None else environ
-    if env.get(CACHE_OFF_ENV, "").strip().lower() not in _OFF:
+    if _off(env):
         return None
     if env.get(CACHE_DIR_ENV):
         path = Path(env[CACHE_DIR_ENV]).expanduser().absolute()
@@ -41,6 +42,10 @@ def cache_folder(environ=None) -> Path | None:
     return path
 
 
+def _off(env) -> bool:
+    return env.get(CACHE_OFF_ENV, "").strip().lower() not in _OFF
+
+
 def not_a_folder(path: Path) -> bool:
     """True where ``path`` exists and is not a folder (a file, a device): no cache there."""
     try:
@@ -54,7 +59,7 @@ def warn_if_unusable(environ=None) -> None:
     (and the cache is not off): nothing is cached then."""
     env = os.environ if environ is None else environ
     where = env.get(CACHE_DIR_ENV)
-    if where and cache_folder(env) is None and env.get(CACHE_OFF_ENV, "").strip().lower() in _OFF:
+    if where and not _off(env) and cache_folder(env) is None:
         import warnings
 
         warnings.warn(f"{CACHE_DIR_ENV} = {where!r} is not a folder: nothing is cached this run "

@@ -84,13 +84,13 @@ def _cache_warnings_as_lines(command) -> None:
 
     from .._cache import CacheWarning
 
+    plain = warnings.showwarning
+    if getattr(plain, "_bandjax", False):  # installed by an earlier call in this process
+        return
     # JAX writes its cache entries in place: one cut short (a process ended while it wrote) is
     # read back as an error that JAX warns of, then compiles anew and writes whole again
     warnings.filterwarnings("ignore", message="Error (reading|writing) persistent compilation "
                                               "cache entry", category=UserWarning)
-    plain = warnings.showwarning
-    if getattr(plain, "_bandjax", False):
-        return
 
     def show(message, category, filename, lineno, file=None, line=None):
         if issubclass(category, CacheWarning):
