@@ -61,14 +61,16 @@ def quick_compile() -> dict:
     """``compiler_options`` for calls whose first run is mostly XLA compiling: the root searches,
     and the sweeps of small grids (:data:`bandjax.grid.QUICK_CELLS`).
 
-    Two options, each measured on this code (``benchmarks/compile_bench.py``):
+    Two options:
     - XLA's older loop emitters on the CPU compile a root search in about half the time of the
-      fusion emitters (0.42 s against 0.80 s for the elasticities of a break-even over the budget)
-      and run it about as fast (1.3e6 against 1.4e6 roots/s in ``benchmarks/uncertainty.py``);
-    - LLVM's optimisation level 0 (``xla_backend_optimization_level``) takes about a third off
-      what is left: the reference report's closed forms, searches and sweeps compile in 9.6 s
-      against 15.0 s (its shared-WAN section left out), and a sweep of 7,200 cells compiles in
-      0.24 s against 0.62 s, then runs in 1.9 ms against 1.3 ms.
+      fusion emitters (0.42 s against 0.80 s for the elasticities of a break-even over the budget,
+      ``benchmarks/compile_bench.py``) and run it about as fast (1.3e6 against 1.4e6 roots/s in
+      ``benchmarks/uncertainty.py``);
+    - LLVM's optimisation level 0 (``xla_backend_optimization_level``) on top: the reference
+      report's first run (its shared-WAN section left out, both options set for every compile
+      through ``XLA_FLAGS``) took 9.6 s, against 12.7 s with the loop emitters alone and 15.0 s
+      with neither; a sweep of 7,200 cells compiles in 0.24 s against 0.62 s, then runs in
+      1.9 ms against 1.3 ms.
     The dense sweeps, winner maps and the queueing approximation keep the default, which runs them
     faster. An XLA that does not know an option gets the default ({}).
     """
@@ -238,5 +240,3 @@ def _keep(path, key: str, exported, out_tree) -> None:
         trim(path.parent, "*.bin", PROGRAMS_KEEP)
     except Exception:  # noqa: BLE001 - a cache that cannot be written is skipped
         pass
-
-
