@@ -11,12 +11,14 @@ registered as a PyTree (:mod:`bandjax._jax`).
 import importlib
 import sys as _sys
 
-if _sys.argv[:1] == ["-m"]:
-    # `python -m bandjax`: the command line is starting (the interpreter names the module "-m"
-    # while it finds it); a Ctrl-C from here on is one line and status 130 (bandjax._io). Until
-    # that module has loaded, a handler that needs nothing more than os.
+import signal as _signal
+
+# `python -m bandjax`: the command line is starting (the interpreter names the module "-m" while
+# it finds it); a Ctrl-C from here on is one line and status 130 (bandjax._io). Until that module
+# has loaded, a handler that needs nothing more than os. A process started with Ctrl-C ignored (a
+# background job, nohup) keeps ignoring it.
+if _sys.argv[:1] == ["-m"] and _signal.getsignal(_signal.SIGINT) != _signal.SIG_IGN:
     import os as _os
-    import signal as _signal
 
     def _early_interrupt(signum, frame):
         _os.write(2, b"bandjax: interrupted\n")

@@ -130,11 +130,15 @@ def install_interrupt() -> None:
     """End the process on SIGINT with :func:`interrupted_line`'s line on stderr and status 130.
 
     For the command line only (``python -m bandjax``, the ``bandjax`` script): it replaces the
-    process's SIGINT handling. Call it first, before jax or numpy load."""
+    process's SIGINT handling. Call it first, before jax or numpy load. A process that started
+    with SIGINT ignored (a background job of a shell without job control, ``nohup``) keeps
+    ignoring it, as Python itself does."""
     import signal
     import threading
 
     if _interrupt["installed"] or threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:  # an int where it was ignored at start
         return
     r, w = os.pipe()
     os.set_blocking(w, False)

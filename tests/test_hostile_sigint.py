@@ -41,7 +41,7 @@ def _children_start_with_default_sigint():
     would be ignored and the command run to its end (a whole report, past the 120 s below on a
     loaded machine): the shell's wish, not what this tests. (No preexec_fn: a fork of this
     process, which runs jax's threads, warns and may deadlock.)"""
-    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN  # the int 1 where inherited
     if ignored:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
@@ -119,3 +119,20 @@ def test_explore(tmp_path, at_s, reference_report):
     page = out / "explorer.html"
     if rc == 0 or page.exists():
         assert page.read_text().rstrip().endswith("</html>")
+
+
+def test_a_command_started_with_sigint_ignored_keeps_ignoring_it(tmp_path):
+    # a background job of a shell without job control: Ctrl-C is not meant for it
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited by the command's exec
+    try:
+        p = subprocess.Popen([sys.executable, "-m", "bandjax", "breakeven", "adamw", "band_switch"],
+                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    finally:
+        signal.signal(signal.SIGINT, before)
+    for _ in range(5):  # through the interpreter's start, bandjax's imports and the search
+        time.sleep(0.5)
+        p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0 and err.decode() == "", (p.returncode, err)
+    assert "GB/s" in out.decode()
