@@ -143,8 +143,9 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
       and ``wan_latency_s`` the longest link's: every link scales in proportion, and
       ``attrs["links_scaling"]`` says so (:func:`bandjax.links.scaling_note`). ``dcs`` cannot be
       swept then (K comes from the table).
-      The arrays are read-only (the jitted outputs, and broadcast views for quantities that do
-      not vary along every axis); ``ds.copy(deep=True)`` gives writable ones.
+      The arrays are read-only (the jitted outputs, broadcast views for quantities that do
+      not vary along every axis, and the coordinates); ``ds.copy(deep=True)`` gives writable
+      ones.
     """
     sc = reference() if scenario is None else scenario
     names = tuple(QUANTITIES if quantities is None else quantities)
@@ -180,11 +181,14 @@ def _args_key(args: dict):
     ``1.0`` nor ``True``), so that two arguments with one key parse to the same grid."""
     parts, size = [], 0
     for name, value in args.items():
+        if value is None:  # the default: left out of the key, as an argument not given
+            continue
         if type(value) is np.ndarray:
             size += value.size
             if value.dtype.kind not in "biufU" or size > ARGS_KEPT_UP_TO:
                 return None  # before any copy: a huge argument is refused by parse, at once
-            part = (np.ndarray, value.dtype.str, value.shape, value.tobytes())
+            part = (np.ndarray, value.dtype.str, value.shape,
+                    _Bits(value.data if value.flags.c_contiguous else value.tobytes()))
         elif type(value) in (list, tuple):
             if len(value) > 64:
                 return None
@@ -201,6 +205,18 @@ def _args_key(args: dict):
             return None
         parts.append((name, part))
     return tuple(parts)
+
+
+class _Bits(bytes):
+    """An array's bytes in an argument key (:func:`_args_key`): equal to another only where every
+    byte is, but hashed by its length and its first and last 64 bytes. Hashing every byte of a
+    10,000-value axis cost more than the rest of a repeated sweep's key; keys that hash alike are
+    told apart by comparing all their bytes, and a scenario keeps only a few."""
+
+    __slots__ = ()
+
+    def __hash__(self):
+        return hash((len(self), bytes(self[:64]), bytes(self[-64:])))
 
 
 def _scalar_key(value):
@@ -405,7 +421,7 @@ def dispatch_grid(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "f
     ``kept``: ``g`` as the scenario keeps it (accepted before), whose arrays are then put on the
     device once."""
     jit_names = tuple(q for q in names if q not in ("steps_to_target", "status"))
-    with precision(dtype):
+    with precision(dtype) if dtype != "float64" else contextlib.nullcontext():
         if kept is not None and dtype == "float64":
             if kept.device is None:
                 kept.device = (scenario_arrays(sc, g, device=True), jax.device_put(g.steps))
@@ -547,11 +563,10 @@ def _plain(a) -> bool:
 
 def _own(built: tuple) -> tuple[dict, dict, dict]:
     """:func:`_coordinates`'s result for one Dataset: each Variable a copy with its own attrs
-    dict, and its own data unless that is an index's (read-only); the indexes shared (xarray
-    never changes an index in place)."""
+    dict over the same read-only data; the indexes shared (xarray never changes an index in
+    place)."""
     variables, indexes, attrs = built
-    return ({name: var.copy(deep=name not in indexes) for name, var in variables.items()},
-            indexes, dict(attrs))
+    return {name: var.copy(deep=False) for name, var in variables.items()}, indexes, dict(attrs)
 
 
 def _coordinates(sc: Scenario, g: Grid, inner: tuple[str, ...]) -> tuple[dict, dict, dict]:
@@ -574,7 +589,11 @@ def _coordinates(sc: Scenario, g: Grid, inner: tuple[str, ...]) -> tuple[dict, d
     for _, dim, values in _INNER:
         if dim in inner:
             coords[dim] = xr.Variable(dim, np.asarray(values))
-    return (*_indexed(coords, budget_index_names), _attrs(sc, g, vids))
+    variables, indexes = _indexed(coords, budget_index_names)
+    for name, var in variables.items():  # an index's data is read-only already
+        if name not in indexes:
+            var.data.flags.writeable = False
+    return variables, indexes, _attrs(sc, g, vids)
 
 
 def variant_coords(sc: Scenario, g: Grid) -> dict:

@@ -41,7 +41,8 @@ QUICK_SIZES = (1e4, 1e5, 1e6)  # the quick headline is still at 1e6 cells, past 
 HEADLINE_CELLS = 1e7  # the size the headline figures (and the memory-bandwidth target) refer to
 WRAPPER_CELLS = 1e5  # the wrapper's cost is measured at this size, at each number of budgets
 WRAPPER_BUDGETS = (10, 100, 10_000)
-WRAPPER_REPEAT = 15  # paired runs: the wrapper is the difference of two times of a few ms
+WRAPPER_REPEAT = 101  # paired runs: the wrapper is the difference of two times of about 1 ms,
+# which vary by 2x from run to run on 2 cores: 15 runs gave fractions 0.77 to 1.14 for one build
 FIT_FROM_CELLS = 1e5  # the cost curve is fitted from here up
 DISK_CELLS = 1e9
 

@@ -102,9 +102,13 @@ def test_the_dataset_owns_its_attrs():
 
 
 def test_budget_labels_kept_are_the_datasets_own():
-    ds = bandjax.sweep(SC, budget=[10.0, 99.0])
-    assert ds.budget_label.values.tolist() == ["low", "high"]
-    ds.budget_label.values[0] = "x"
+    for _ in range(3):  # made, then kept, then handed out from what is kept
+        ds = bandjax.sweep(SC, budget=[10.0, 99.0])
+        assert ds.budget_label.values.tolist() == ["low", "high"]
+        with pytest.raises(ValueError, match="read-only"):  # the labels are shared, so read-only
+            ds.budget_label.values[0] = "x"
+        ds.variables["budget_label"].values = np.array(["x", "y"])  # this Dataset's own Variable
+        assert ds.budget_label.values.tolist() == ["x", "y"]
     assert bandjax.sweep(SC, budget=[10.0, 99.0]).budget_label.values.tolist() == ["low", "high"]
 
 
@@ -187,12 +191,21 @@ def _bits_identical(a: xr.Dataset, b: xr.Dataset) -> None:
             assert np.array_equal(x.view(np.int64), y.view(np.int64)), name
 
 
+def _one_bit_apart(a: np.ndarray) -> np.ndarray:
+    b = a.copy()
+    b.view(np.int64)[len(b) // 2] ^= 1
+    return b
+
+
 @pytest.mark.parametrize("first, again", [
     (dict(wan_latency_s=np.array([0.0, 1e-3])), dict(wan_latency_s=np.array([-0.0, 1e-3]))),
     (dict(wan_latency_s=[0.0, 1e-3]), dict(wan_latency_s=[-0.0, 1e-3])),
     (dict(budget=[10, 20]), dict(budget=[10.0, 20.0])),
     (dict(bandwidth=np.geomspace(1, 10, 4)), dict(bandwidth=np.geomspace(1, 10, 4)[::-1].copy())),
     (dict(model=["study"]), dict(model="study")),
+    # alike in their first and last 64 bytes (what a key's hash reads), apart in one middle bit
+    (dict(bandwidth=np.geomspace(1, 10, 50)), dict(bandwidth=_one_bit_apart(np.geomspace(1, 10, 50)))),
+    (dict(bandwidth=np.geomspace(1, 10, 100)[::2]), dict(bandwidth=np.geomspace(1, 10, 100)[1::2])),
 ])
 def test_arguments_that_differ_in_any_bit_are_not_one_kept_grid(first, again):
     sc = SC.replace(wan_latency_s=0.01)  # a scenario of its own: nothing kept from other tests
@@ -211,9 +224,11 @@ def test_a_kept_grid_gives_what_a_fresh_parse_gives():
                        ("step_s", "status", "hot_spot")):
         first = bandjax.sweep(sc, **kwargs, quantities=quantities)
         # each Dataset owns its coordinates: what the grid kept with sc holds is not touched
-        first.params.values[0] = -1.0
-        first.budget_label.values[0] = "x"
-        first.label.values[0] = "x"
+        # (their arrays are read-only; a Dataset's Variables are its own)
+        for name, value in (("params", -1.0), ("budget_label", "x"), ("label", "x")):
+            with pytest.raises(ValueError, match="read-only"):
+                first[name].values[0] = value
+            first.variables[name].values = np.full(first[name].shape, value)
         first["budget"].attrs["units"] = "x"
         first["model"].attrs["long_name"] = "x"
         first.attrs["title"] = "x"
