@@ -165,7 +165,7 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
     if again is None:  # made as it is the first time; kept for when it comes again
         kept.keep_grid(key, g)
         return label(sc, g, raw, names)
-    return label(sc, g, raw, names, kept=again.labels)
+    return label(sc, g, raw, names, kept=again)
 
 
 ARGS_KEPT_UP_TO = 2**14
@@ -405,11 +405,13 @@ class _Kept:
 @dataclasses.dataclass
 class _KeptGrid:
     """A grid a scenario keeps (:meth:`_Kept.keep_grid`), and what is kept of it once it comes
-    again: its coordinates, indexes and attrs by inner dimensions (:func:`label`), and the
-    scenario with its overrides and the steps on the device (:func:`dispatch_grid`)."""
+    again: its coordinates, indexes and attrs by inner dimensions, and its Datasets' sizes by
+    quantities (:func:`label`), and the scenario with its overrides and the steps on the device
+    (:func:`dispatch_grid`)."""
 
     grid: Grid
     labels: dict = dataclasses.field(default_factory=dict)
+    sizes: dict = dataclasses.field(default_factory=dict)
     device: tuple | None = None
 
 
@@ -482,16 +484,20 @@ def _indexed(coords: dict, budget_index_names: dict | None) -> tuple[dict, dict]
     return variables, indexes
 
 
-def _assemble(data: dict, coord_variables: dict, indexes: dict, attrs: dict | None) -> xr.Dataset:
+def _assemble(data: dict, coord_variables: dict, indexes: dict, attrs: dict | None,
+              sizes: dict | None = None) -> xr.Dataset:
     """``xr.Dataset(data, coords=coords, attrs=attrs)`` for variables that are already
     consistent, built directly from ``data`` (name -> ``xr.Variable``) and :func:`_indexed`'s
     coordinates and indexes, without the general constructor's alignment and merge, which cost
     more than the rest of a 1e5-cell sweep's labelling. Data variables come first, as the
     constructor orders them. The Dataset takes the Variables as they are: each must be made for
-    it (a Variable's constructor copies the attrs dict it is given, as the Dataset's does)."""
+    it (a Variable's constructor copies the attrs dict it is given, as the Dataset's does).
+    ``sizes``: the Dataset's sizes, in the order xarray finds them, where known (an earlier
+    Dataset of the same quantities on the same grid); found from the variables otherwise."""
     variables = {**data, **coord_variables}
-    return xr.Dataset._construct_direct(variables, set(coord_variables), indexes=indexes,
-                                        attrs=None if attrs is None else dict(attrs))
+    return xr.Dataset._construct_direct(variables, set(coord_variables),
+                                        dims=None if sizes is None else dict(sizes),
+                                        indexes=indexes, attrs=None if attrs is None else dict(attrs))
 
 
 @functools.lru_cache(maxsize=64)
@@ -505,20 +511,21 @@ _INNER = (("hot_spot", "component", COMPONENTS), ("energy_per_step_J", "energy",
 
 
 def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...], *,
-          kept: dict | None = None) -> xr.Dataset:
+          kept: _KeptGrid | None = None) -> xr.Dataset:
     """The labelled dataset of a grid's evaluated quantities.
 
     ``raw``: the jitted outputs, NumPy arrays or JAX arrays still being computed
     (:func:`dispatch_grid`): the coordinates, their indexes and the attrs are built first, and
-    the outputs converted (waited for) only then. ``kept``: where the coordinates, indexes and
-    attrs of this scenario's grid ``g`` are kept between calls (:class:`_Kept`), or None.
+    the outputs converted (waited for) only then. ``kept``: ``g`` as the scenario keeps it
+    (:class:`_Kept`), where its coordinates, indexes, attrs and sizes are kept between calls, or
+    None.
     """
     inner = tuple(dim for q, dim, _ in _INNER if q in names)
-    built = None if kept is None else kept.get(inner)
+    built = None if kept is None else kept.labels.get(inner)
     if built is None:
         built = _coordinates(sc, g, inner)
         if kept is not None:
-            kept[inner] = built
+            kept.labels[inner] = built
     if kept is None:
         coord_variables, indexes, attrs = built
     else:  # the kept ones are never handed out
@@ -553,8 +560,12 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...], *,
         else:
             data[q] = (vdims, full(np.asarray(raw[q])))
     # NumPy arrays of numbers: what xarray's checks would hand the Variable unchanged
-    return _assemble({k: xr.Variable(d, v, _ATTRS[k], fastpath=_plain(v))
-                      for k, (d, v) in data.items()}, coord_variables, indexes, attrs)
+    sizes = None if kept is None else kept.sizes.get(names)
+    ds = _assemble({k: xr.Variable(d, v, _ATTRS[k], fastpath=_plain(v))
+                    for k, (d, v) in data.items()}, coord_variables, indexes, attrs, sizes)
+    if kept is not None and sizes is None:  # the same names on this grid: the same sizes
+        kept.sizes[names] = dict(ds.sizes)
+    return ds
 
 
 def _plain(a) -> bool:

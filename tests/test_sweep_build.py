@@ -184,6 +184,7 @@ def test_the_memory_reading_is_reused_only_far_below_it(monkeypatch):
 
 def _bits_identical(a: xr.Dataset, b: xr.Dataset) -> None:
     xr.testing.assert_identical(a, b)
+    assert list(a.sizes.items()) == list(b.sizes.items())  # the dimensions, in their order
     for name in a.variables:
         x, y = a[name].values, b[name].values
         assert x.dtype == y.dtype and x.shape == y.shape, name
