@@ -577,7 +577,21 @@ def _own(built: tuple) -> tuple[dict, dict, dict]:
     dict over the same read-only data; the indexes shared (xarray never changes an index in
     place)."""
     variables, indexes, attrs = built
-    return {name: var.copy(deep=False) for name, var in variables.items()}, indexes, dict(attrs)
+    return {name: _shallow_copy(var) for name, var in variables.items()}, indexes, dict(attrs)
+
+
+def _shallow_copy(var: xr.Variable) -> xr.Variable:
+    """``var.copy(deep=False)``: a Variable of the same type, dims, data and encoding, with its
+    own attrs and encoding dicts, made directly from xarray's slots. xarray's copy runs the
+    constructor's checks again, which a Variable already made has passed: doing without them took
+    a repeated 1e5-cell sweep's own CPU time (warm, the pass left out) from 36 to 26 us.
+    ``tests/test_sweep_build.py`` checks it against xarray's copy."""
+    new = object.__new__(type(var))
+    for name, value in (("_dims", var._dims), ("_data", var._data),
+                        ("_attrs", None if var._attrs is None else dict(var._attrs)),
+                        ("_encoding", None if var._encoding is None else dict(var._encoding))):
+        object.__setattr__(new, name, value)
+    return new
 
 
 def _coordinates(sc: Scenario, g: Grid, inner: tuple[str, ...]) -> tuple[dict, dict, dict]:

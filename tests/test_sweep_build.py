@@ -261,3 +261,18 @@ def test_a_kept_grid_keeps_each_precision_its_own():
         _bits_identical(ds, bandjax.sweep(sc.replace(), **kwargs, dtype=dtype))
     with pytest.raises(ValueError, match="dtype = 'float16'"):
         bandjax.sweep(sc, **kwargs, dtype="float16")
+
+
+def test_a_shallow_copy_is_xarrays():
+    # grid._shallow_copy makes directly what Variable.copy(deep=False) makes: the same type,
+    # dims, data and encoding, and its own attrs and encoding dicts
+    ds = bandjax.sweep(SC, bandwidth=[1.0, 2.0], budget=[10.0, "free"], H=4)
+    for name, var in ds.variables.items():
+        var.encoding["dtype"] = "float64"
+        ours, theirs = grid._shallow_copy(var), var.copy(deep=False)
+        assert type(ours) is type(theirs) is type(var), name
+        assert ours.identical(theirs) and ours.encoding == theirs.encoding, name
+        assert ours._data is var._data and theirs._data is var._data, name  # the same data
+        ours.attrs["units"] = "changed"
+        ours.encoding["dtype"] = "float32"
+        assert var.attrs.get("units") != "changed" and var.encoding["dtype"] == "float64", name
