@@ -8,6 +8,7 @@ variant selection. Evaluation and labelling are the caller's. Plain Python and N
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -55,6 +56,9 @@ class Grid:
       variants: the selected variant ids; variant_is_dim: whether variant is a dimension;
         index: their positions in the scenario's registry.
       extra_coords: name -> (dims, values, attrs) for derived coordinates (``params`` of a model).
+
+    A grid is not changed once parsed (a scenario may keep it for its sweeps): its ``shape`` is
+    found once.
     """
 
     axes: list[Axis]
@@ -71,7 +75,7 @@ class Grid:
     def dims(self) -> list[str]:
         return [a.name for a in self.axes]
 
-    @property
+    @functools.cached_property
     def shape(self) -> tuple[int, ...]:
         return tuple(len(a.coords) for a in self.axes)
 
