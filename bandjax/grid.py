@@ -515,8 +515,9 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...], *,
     """The labelled dataset of a grid's evaluated quantities.
 
     ``raw``: the jitted outputs, NumPy arrays or JAX arrays still being computed
-    (:func:`dispatch_grid`): the coordinates, their indexes and the attrs are built first, and
-    the outputs converted (waited for) only then. ``kept``: ``g`` as the scenario keeps it
+    (:func:`dispatch_grid`): the coordinates, their indexes, the attrs and the Dataset itself are
+    built first, and the outputs converted (waited for) only then, each into the Variable made
+    for it. ``kept``: ``g`` as the scenario keeps it
     (:class:`_Kept`), where its coordinates, indexes, attrs and sizes are kept between calls, or
     None.
     """
@@ -545,24 +546,36 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...], *,
 
     if "steps_to_target" in names or "status" in names:
         steps_picked = np.take(g.steps, np.asarray(g.index), axis=-1)
-    data = {}
+    data, pending = {}, []
     for q in names:
         if q == "steps_to_target":
             data[q] = (vdims, full(steps_picked))
         elif q == "status":
             data[q] = (vdims, full(metrics.status_of(steps_picked)))
-        elif q == "hot_spot":
-            data[q] = (vdims + ["component"], full(np.asarray(raw[q]), (len(COMPONENTS),)))
-        elif q == "energy_per_step_J":
-            data[q] = (vdims + ["energy"], full(np.asarray(raw[q]), (len(ENERGY_COLUMNS),)))
         elif q == "module_stage_s":
             data[q] = (dims + ["stage"], np.broadcast_to(np.asarray(raw[q]), (*grid_shape, len(STAGES))))
-        else:
-            data[q] = (vdims, full(np.asarray(raw[q])))
-    # NumPy arrays of numbers: what xarray's checks would hand the Variable unchanged
+        else:  # a jitted output over the grid, the variants and its inner axis
+            inner_q = {"hot_spot": (len(COMPONENTS),),
+                       "energy_per_step_J": (len(ENERGY_COLUMNS),)}.get(q, ())
+            qdims = vdims + {"hot_spot": ["component"], "energy_per_step_J": ["energy"]}.get(q, [])
+            a = raw[q]
+            if (isinstance(a, jax.Array) and g.variant_is_dim
+                    and a.shape == (*grid_shape, len(vids), *inner_q)):
+                pending.append(q)  # still being computed: converted into its Variable below
+                data[q] = (qdims, a)
+            else:
+                data[q] = (qdims, full(np.asarray(a), inner_q))
+    # NumPy arrays of numbers: what xarray's checks would hand the Variable unchanged; a JAX
+    # array still being computed is held as it is (fastpath) until it is converted
     sizes = None if kept is None else kept.sizes.get(names)
-    ds = _assemble({k: xr.Variable(d, v, _ATTRS[k], fastpath=_plain(v))
-                    for k, (d, v) in data.items()}, coord_variables, indexes, attrs, sizes)
+    variables = {k: xr.Variable(d, v, _ATTRS[k], fastpath=k in pending or _plain(v))
+                 for k, (d, v) in data.items()}
+    ds = _assemble(variables, coord_variables, indexes, attrs, sizes)
+    for q in pending:  # the wait for the pass: everything else is built
+        a = np.asarray(raw[q])
+        if a.flags.writeable:  # a copy from another device: read-only, as on the CPU
+            a.flags.writeable = False
+        variables[q].data = a
     if kept is not None and sizes is None:  # the same names on this grid: the same sizes
         kept.sizes[names] = dict(ds.sizes)
     return ds
