@@ -43,6 +43,10 @@ WRAPPER_CELLS = 1e5  # the wrapper's cost is measured at this size, at each numb
 WRAPPER_BUDGETS = (10, 100, 10_000)
 WRAPPER_REPEAT = 101  # paired runs: the wrapper is the difference of two times of about 1 ms,
 # which vary by 2x from run to run on 2 cores: 15 runs gave fractions 0.77 to 1.14 for one build
+WARMUP = 3  # untimed calls before each figure's runs. At a new size the first calls grow the
+# heap: at 1e6 cells the sweep's first 3 to 12 calls paid page faults that later ones did not
+# (glibc keeping freed memory), and with one warm-up call the function timed first at a size
+# (the sweep) took more of them than the rest
 FIT_FROM_CELLS = 1e5  # the cost curve is fitted from here up
 DISK_CELLS = 1e9
 
@@ -81,13 +85,14 @@ def measure_size(cells: float, *, repeat: int, python_sample: int, seed: int = 0
     bw, bud = grid_for(cells)
     n = cells_of(bw, bud)
 
+    warm = dict(repeat=repeat, warmup=WARMUP)
     user = common.measure(lambda: bandjax.sweep(sc, bandwidth=bw, budget=bud, quantities=QUANTITIES),
-                          repeat=repeat)
+                          **warm)
     args = core_args(sc, bw, bud)
-    core = common.measure(lambda: grid._evaluate(*args, QUANTITIES), repeat=repeat)
-    floor = common.measure(lambda: _floor(args[0]), repeat=repeat)
+    core = common.measure(lambda: grid._evaluate(*args, QUANTITIES), **warm)
+    floor = common.measure(lambda: _floor(args[0]), **warm)
     del args
-    npy = common.measure(lambda: numpy_baseline.sweep(sc, bw, bud), repeat=repeat)
+    npy = common.measure(lambda: numpy_baseline.sweep(sc, bw, bud), **warm)
 
     rng = np.random.default_rng(seed)
     k = min(python_sample, n)
