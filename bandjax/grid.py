@@ -508,6 +508,7 @@ def _text_index(name: str, values: tuple, dtype: str) -> PandasIndex:
 
 _INNER = (("hot_spot", "component", COMPONENTS), ("energy_per_step_J", "energy", ENERGY_COLUMNS),
           ("module_stage_s", "stage", STAGES))
+_INNER_OF = {q: (dim, values) for q, dim, values in _INNER}
 
 
 def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...], *,
@@ -517,9 +518,8 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...], *,
     ``raw``: the jitted outputs, NumPy arrays or JAX arrays still being computed
     (:func:`dispatch_grid`): the coordinates, their indexes, the attrs and the Dataset itself are
     built first, and the outputs converted (waited for) only then, each into the Variable made
-    for it. ``kept``: ``g`` as the scenario keeps it
-    (:class:`_Kept`), where its coordinates, indexes, attrs and sizes are kept between calls, or
-    None.
+    for it. ``kept``: ``g`` as the scenario keeps it (:class:`_Kept`), where its coordinates,
+    indexes, attrs and sizes are kept between calls, or None.
     """
     inner = tuple(dim for q, dim, _ in _INNER if q in names)
     built = None if kept is None else kept.labels.get(inner)
@@ -554,10 +554,9 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...], *,
             data[q] = (vdims, full(metrics.status_of(steps_picked)))
         elif q == "module_stage_s":
             data[q] = (dims + ["stage"], np.broadcast_to(np.asarray(raw[q]), (*grid_shape, len(STAGES))))
-        else:  # a jitted output over the grid, the variants and its inner axis
-            inner_q = {"hot_spot": (len(COMPONENTS),),
-                       "energy_per_step_J": (len(ENERGY_COLUMNS),)}.get(q, ())
-            qdims = vdims + {"hot_spot": ["component"], "energy_per_step_J": ["energy"]}.get(q, [])
+        else:  # a jitted output over the grid, the variants and its inner axis, if any
+            dim, values = _INNER_OF.get(q, (None, ()))
+            inner_q, qdims = ((len(values),), vdims + [dim]) if dim else ((), vdims)
             a = raw[q]
             if (isinstance(a, jax.Array) and g.variant_is_dim
                     and a.shape == (*grid_shape, len(vids), *inner_q)):
