@@ -74,12 +74,7 @@ def quick_compile() -> dict:
     The dense sweeps, winner maps and the queueing approximation keep the default, which runs them
     faster. An XLA that does not know an option gets the default ({}).
     """
-    opts = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 0}
-    try:
-        jax.jit(lambda x: x + 1, compiler_options=opts).lower(1.0).compile()
-    except Exception:  # an unknown option, or a jax without compiler_options
-        return {}
-    return opts
+    return _if_known({"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 0})
 
 
 @functools.cache
@@ -88,7 +83,11 @@ def loop_emitters() -> dict:
     function whose run costs about what its compile does. The queueing approximation of the
     report's 30 loads compiles in 1.8 s of CPU against 2.9 s and runs in 0.43 s against 0.40 s
     (CPU seconds, one process, the best of 3 runs). {} where XLA does not know the option."""
-    opts = {"xla_cpu_use_fusion_emitters": False}
+    return _if_known({"xla_cpu_use_fusion_emitters": False})
+
+
+def _if_known(opts: dict) -> dict:
+    """``opts`` where this XLA compiles a small function with them, else {} (the default)."""
     try:
         jax.jit(lambda x: x + 1, compiler_options=opts).lower(1.0).compile()
     except Exception:  # an unknown option, or a jax without compiler_options
