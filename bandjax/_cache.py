@@ -3,6 +3,7 @@ engine's runs are kept between processes (no jax here: the event engine's worker
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from pathlib import Path
@@ -91,3 +92,13 @@ def _mtime(path: Path) -> float:
         return path.stat().st_mtime
     except OSError:  # removed meanwhile by another process: the oldest, and nothing to remove
         return 0.0
+
+
+def source_digest(root: Path, pattern: str, context: tuple) -> str:
+    """A hex digest of ``context`` (the versions and the like that decide a kept result) and of
+    every file under ``root`` matching ``pattern``, each by its path from ``root`` and its bytes:
+    what a cache's keys hold besides a result's own inputs, so that changed code misses."""
+    h = hashlib.sha256(repr(context).encode())
+    for path in sorted(Path(root).glob(pattern)):
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()

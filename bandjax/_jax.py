@@ -14,7 +14,7 @@ import pickle
 import jax
 import numpy as np
 
-from ._cache import cache_folder, trim, warn_if_unusable
+from ._cache import cache_folder, source_digest, trim, warn_if_unusable
 from .scenario import LEAVES, Scenario
 
 # Byte counts of billion-parameter models and sub-microsecond terms need 64-bit floats.
@@ -148,12 +148,9 @@ def _program_digest() -> str:
     import jaxlib
 
     device = jax.devices()[0]
-    h = hashlib.sha256(repr((jax.__version__, jaxlib.__version__, np.__version__, sys.version,
-                             device.platform, device.device_kind)).encode())
-    root = Path(__file__).parent
-    for path in sorted(root.rglob("*.py")):
-        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
-    return h.hexdigest()
+    return source_digest(Path(__file__).parent, "**/*.py",
+                         (jax.__version__, jaxlib.__version__, np.__version__, sys.version,
+                          device.platform, device.device_kind))
 
 
 def kept_program(fun, options: dict, statics: tuple, args: tuple, kwargs: dict):

@@ -410,10 +410,10 @@ def _engine_digest() -> str:
     package), and the versions of Python, NumPy (its random streams) and SimPy."""
     import simpy
 
-    h = hashlib.sha256(repr((sys.version, np.__version__, simpy.__version__)).encode())
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
-    return h.hexdigest()
+    from bandjax._cache import source_digest
+
+    return source_digest(Path(__file__).parent, "*.py",
+                         (sys.version, np.__version__, simpy.__version__))
 
 
 class _RunCache:
