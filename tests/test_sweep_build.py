@@ -276,3 +276,32 @@ def test_a_shallow_copy_is_xarrays():
         ours.attrs["units"] = "changed"
         ours.encoding["dtype"] = "float32"
         assert var.attrs.get("units") != "changed" and var.encoding["dtype"] == "float64", name
+
+
+def test_a_replayed_sweep_is_checked_for_memory_again(monkeypatch):
+    # from the third time the same arguments and quantities come, the sweep is made from what
+    # its grid kept (grid._replay); the memory it needs is still checked every time
+    sc = SC.replace(wan_latency_s=0.04)
+    kwargs = dict(bandwidth=np.geomspace(0.1, 1000, 40), budget=[1.0, 10.0])
+    for _ in range(3):
+        bandjax.sweep(sc, **kwargs)
+    kept = grid._Kept.of(sc).grid(grid._args_key({**kwargs}))
+    assert list(kept.plans) == [(tuple(grid.QUANTITIES), "float64")]
+    need = grid._need_bytes(sc, kept.grid, tuple(grid.QUANTITIES), "float64")[0]
+    monkeypatch.setattr(_limits, "available_memory_bytes", lambda: need)  # share < 100%: short
+    monkeypatch.setattr(grid, "_memory_reading", [None, -np.inf, np.inf])
+    with pytest.raises(ValueError, match=r"sweep of bandwidth 40 x budget 2 x 6 variants"):
+        bandjax.sweep(sc, **kwargs)
+
+
+def test_a_direct_variable_is_xarrays():
+    # grid._variable makes directly what xr.Variable(dims, data, attrs, fastpath=True) makes
+    for dims, data, attrs in ((("a", "b"), np.arange(6.0).reshape(2, 3), {"units": "s"}),
+                              (("a",), np.arange(3, dtype=np.int8), {}),
+                              ((), np.float64(2.0), None)):
+        ours = grid._variable(list(dims), data, attrs)
+        theirs = xr.Variable(dims, data, attrs, fastpath=True)
+        assert type(ours) is type(theirs) and ours.identical(theirs)
+        assert ours.encoding == theirs.encoding and ours._attrs == theirs._attrs
+        if attrs:
+            assert ours.attrs is not attrs  # its own dict
