@@ -30,7 +30,7 @@ from . import _limits, metrics
 from ._budget_index import BudgetIndex, budget_names
 from .labels import BUDGET_NAMES, COORD_ATTRS, budget_labels
 from .links import scaling_note
-from .scenario import Scenario, reference
+from .scenario import Scenario, reference, check_overrides
 from .step import COMPONENTS, STAGES, module_stages_s
 from .sweepargs import Grid, parse
 
@@ -341,8 +341,9 @@ def scenario_arrays(sc: Scenario, g: Grid, device: bool = False) -> Scenario:
     the scenario's own leaves on the device, for a float64 pass; the overrides too, from the
     second time the scenario meets them, while it keeps them).
 
-    The overrides are checked by :meth:`Scenario.replace` (each value, and what must hold between
-    fields) the first time the scenario meets them. A scenario is frozen, so its own leaves as
+    The overrides, each value checked by :func:`~bandjax.sweepargs.parse`, are checked for what
+    must hold between fields (:func:`bandjax.scenario.check_overrides`) the first time the scenario
+    meets them. A scenario is frozen, so its own leaves as
     arrays and the last few sets of overrides it accepted are kept with it (:class:`_Kept`): a
     sweep of the same scenario over the same axes again is not checked again.
     """
@@ -352,7 +353,7 @@ def scenario_arrays(sc: Scenario, g: Grid, device: bool = False) -> Scenario:
     key = (tuple((k, v.shape, v.tobytes()) for k, v in leaves.items())
            if sum(v.size for v in leaves.values()) <= _Kept.LEAF_VALUES else None)
     if not kept.accepts(key):
-        sc.replace(**g.leaves)  # raises on a value or a relation the scenario does not allow
+        check_overrides(sc, g.leaves)  # raises on a relation the scenario does not allow
         kept.accept(key)
     elif device:  # met again: worth putting on the device once
         return kept.on_device(key, leaves)
@@ -370,6 +371,7 @@ class _Kept:
     OVERRIDES = 8  # sets of overrides kept per scenario
     GRIDS = 8  # parsed grids kept per scenario
     LEAF_VALUES = 2**16  # overrides of more values in all are checked every time
+    PIECES = 32  # dimensions' coordinates and indexes kept per scenario (_coordinates)
     _by_id: dict = {}
 
     def __init__(self, sc: Scenario):
@@ -378,6 +380,7 @@ class _Kept:
         self.arrays = jax.tree.map(lambda x: np.asarray(x, dtype=float), sc)
         self._accepted: collections.OrderedDict = collections.OrderedDict()  # key -> device or None
         self._grids: collections.OrderedDict = collections.OrderedDict()
+        self._pieces: collections.OrderedDict = collections.OrderedDict()
         self._lock = threading.Lock()  # a store's slices may be swept from several threads
         self._device = None
 
@@ -428,6 +431,25 @@ class _Kept:
             self._grids[key] = _KeptGrid(g)
             while len(self._grids) > self.GRIDS:
                 self._grids.popitem(last=False)
+
+    def piece(self, key, build) -> tuple[dict, dict]:
+        """The coordinates and indexes of one dimension of a sweep (:func:`_coordinates`), each
+        Variable this Dataset's own copy (:func:`_shallow_copy`) of the kept one: ``build()``
+        made once per ``key`` (None: made every time, not kept) among the last :data:`PIECES`."""
+        if key is None:
+            return build()
+        with self._lock:
+            got = self._pieces.get(key)
+            if got is not None:
+                self._pieces.move_to_end(key)
+        if got is None:
+            got = build()
+            with self._lock:
+                self._pieces[key] = got
+                while len(self._pieces) > self.PIECES:
+                    self._pieces.popitem(last=False)
+        variables, indexes = got
+        return {name: _shallow_copy(var) for name, var in variables.items()}, indexes
 
     @classmethod
     def of(cls, sc: Scenario) -> "_Kept":
@@ -710,29 +732,100 @@ def _shallow_copy(var: xr.Variable) -> xr.Variable:
 
 def _coordinates(sc: Scenario, g: Grid, inner: tuple[str, ...]) -> tuple[dict, dict, dict]:
     """The coordinates of a sweep of grid ``g`` (the inner dimensions ``inner`` among them),
-    their indexes and the Dataset's attrs: (name -> Variable, name -> index, attrs)."""
-    coords = grid_coords(g)
+    their indexes and the Dataset's attrs: (name -> Variable, name -> index, attrs).
+
+    Each dimension's coordinates and index (an axis's values; the budget's labels beside it; the
+    variants' ids and labels; an inner axis) are kept with the scenario (:meth:`_Kept.piece`), so
+    that a sweep over one new axis builds that axis's only: at 1e5 cells over a new bandwidth
+    axis and 100 budgets, the coordinates took 97 of the sweep's 268 us of own CPU (warm, the
+    pass left out) when every axis was built anew."""
+    kept = _Kept.of(sc)
+    variables, indexes = {}, {}
+    for a in g.axes:
+        key = _values_key(a.coords)
+        attrs_key = _attrs_key(a.attrs)
+        key = None if key is None or attrs_key is None else ("axis", a.name, key, attrs_key)
+        for part, got in zip((variables, indexes), kept.piece(key, partial(_axis_piece, sc, a))):
+            part.update(got)
+    if g.variant_is_dim:
+        for part, got in zip((variables, indexes), kept.piece(
+                ("variant", tuple(g.variants)), lambda: _piece(variant_coords(sc, g)))):
+            part.update(got)
+    for _, dim, values in _INNER:
+        if dim in inner:
+            for part, got in zip((variables, indexes), kept.piece(
+                    ("inner", dim), partial(_inner_piece, dim, values))):
+                part.update(got)
+    # scalars and what lies along a dimension without being its coordinate: built every time
+    rest = {dim: xr.Variable((), cval, g.scalar_attrs.get(dim, {}))
+            for dim, cval in g.scalars.items()}
+    for name, (cdims, values, attrs) in g.extra_coords.items():  # a copy: a grid may be kept
+        rest[name] = xr.Variable(cdims, np.array(values), attrs)
+    if "budget" in g.scalars:
+        rest["budget_label"] = _budget_label(budget_labels(sc, rest["budget"].values), ())
+    if not g.variant_is_dim:
+        rest.update(variant_coords(sc, g))
+    for var in rest.values():
+        var.data.flags.writeable = False
+    variables.update(rest)
+    # in the order the coordinates always had: the axes, the scalars, the extra coordinates,
+    # the budget's labels, the variants, the inner axes
+    order = [*g.dims, *g.scalars, *g.extra_coords, "budget_label", "variant", "label", *inner]
+    return {n: variables[n] for n in order if n in variables}, indexes, _attrs(sc, g, g.variants)
+
+
+def _values_key(values):
+    """A key that tells an axis's values apart exactly (as :func:`_args_key`), or None where
+    there are too many to keep."""
+    arr = np.asarray(values)
+    if arr.size > ARGS_KEPT_UP_TO or arr.dtype.kind not in "biufU":
+        return None
+    return arr.dtype.str, arr.shape, _Bits(arr.tobytes())
+
+
+def _attrs_key(attrs: dict):
+    """A key of an axis's attrs (text values), or None where one is not hashable."""
+    key = tuple(sorted(attrs.items()))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _budget_label(labels: np.ndarray, dims) -> xr.Variable:
+    return xr.Variable(dims, labels, {
+        "long_name": "module compute budget: the scenario's name for it, or GFLOP/s"})
+
+
+def _axis_piece(sc: Scenario, a) -> tuple[dict, dict]:
+    """An axis's coordinate and index (:func:`_piece`); the ``budget`` axis's labels beside it
+    and its :class:`~bandjax._budget_index.BudgetIndex`."""
+    coords = {a.name: xr.Variable(a.name, np.asarray(a.coords), a.attrs)}
     budget_index_names = None
     # numeric for plots and arithmetic; named beside it, and selectable by name on an axis
     # (ds.sel(budget="low"), see BudgetIndex)
-    if "budget" in coords:
+    if a.name == "budget":
         b = coords["budget"]
         b_labels = budget_labels(sc, b.values)
-        coords["budget_label"] = xr.Variable(b.dims, b_labels, {
-            "long_name": "module compute budget: the scenario's name for it, or GFLOP/s"})
-        if b.dims:
-            named = functools.reduce(np.logical_or, (b_labels == n for n in BUDGET_NAMES))
-            budget_index_names = budget_names(b_labels, b.values, named)
-    vids = g.variants
-    coords.update(variant_coords(sc, g))
-    for _, dim, values in _INNER:
-        if dim in inner:
-            coords[dim] = xr.Variable(dim, np.asarray(values))
+        coords["budget_label"] = _budget_label(b_labels, b.dims)
+        named = functools.reduce(np.logical_or, (b_labels == n for n in BUDGET_NAMES))
+        budget_index_names = budget_names(b_labels, b.values, named)
+    return _piece(coords, budget_index_names)
+
+
+def _inner_piece(dim: str, values) -> tuple[dict, dict]:
+    return _piece({dim: xr.Variable(dim, np.asarray(values))})
+
+
+def _piece(coords: dict, budget_index_names: dict | None = None) -> tuple[dict, dict]:
+    """:func:`_indexed`'s coordinates and indexes, the data of those that are not an index's made
+    read-only (an index's is already): a piece is shared between Datasets."""
     variables, indexes = _indexed(coords, budget_index_names)
-    for name, var in variables.items():  # an index's data is read-only already
+    for name, var in variables.items():
         if name not in indexes:
             var.data.flags.writeable = False
-    return variables, indexes, _attrs(sc, g, vids)
+    return variables, indexes
 
 
 def variant_coords(sc: Scenario, g: Grid) -> dict:

@@ -3,6 +3,7 @@ computed once on their own shapes, the Dataset built directly with its indexes, 
 kept as arrays, and what is kept between sweeps (a scenario's accepted overrides, a budget axis's
 labels, a memory reading) never standing in for a check it must make."""
 
+import dataclasses
 import re
 
 import jax
@@ -12,7 +13,7 @@ import pytest
 import xarray as xr
 
 import bandjax
-from bandjax import _limits, grid
+from bandjax import _limits, grid, scenario
 from bandjax._budget_index import budget_indexed
 from bandjax.scenario import ScenarioError
 from bandjax.step import computed_once, sum_parts
@@ -305,3 +306,48 @@ def test_a_direct_variable_is_xarrays():
         assert ours.encoding == theirs.encoding and ours._attrs == theirs._attrs
         if attrs:
             assert ours.attrs is not attrs  # its own dict
+
+
+def test_a_new_axis_beside_kept_ones_builds_only_its_own():
+    # each dimension's coordinates and index are kept with the scenario (grid._Kept.piece): a
+    # sweep over a new bandwidth axis takes the budget's and the variants' and builds its own
+    sc = SC.replace(wan_latency_s=0.05)
+    budgets = [1.0, "low", 100.0]
+    first = bandjax.sweep(sc, bandwidth=[1.0, 2.0], budget=budgets)
+    first["budget"].attrs["units"] = "x"
+    first["label"].attrs["long_name"] = "x"
+    first.variables["budget_label"].values = np.array(["a", "b", "c"])
+    for bandwidth in ([3.0, 4.0, 5.0], np.geomspace(1, 10, 7)):
+        ds = bandjax.sweep(sc, bandwidth=bandwidth, budget=budgets)
+        assert ds.xindexes["budget"] is first.xindexes["budget"]  # kept, not built again
+        assert ds.xindexes["variant"] is first.xindexes["variant"]
+        assert ds.xindexes["bandwidth"] is not first.xindexes["bandwidth"]
+        assert ds["budget"].attrs["units"] == "GFLOP/s" and "long_name" not in ds["label"].attrs
+        assert ds.budget_label.values.tolist() == ["1 GFLOP/s", "low", "100 GFLOP/s"]
+        _bits_identical(ds, _general(ds))
+        _bits_identical(ds, bandjax.sweep(sc.replace(), bandwidth=bandwidth, budget=budgets))
+
+
+def test_the_relations_read_only_the_fields_a_sweep_checks_them_for():
+    # scenario.check_overrides checks the relations on the scenario with a sweep's overrides
+    # only where they touch RELATED_FIELDS: every field _check_relations reads must be there
+    class Reads:
+        def __init__(self, sc):
+            self.sc, self.read = sc, set()
+
+        def __getattr__(self, name):
+            self.read.add(name)
+            return getattr(self.sc, name)
+
+    reads = Reads(SC)
+    scenario._check_relations(reads)
+    assert reads.read - {"variants"} == set(scenario.RELATED_FIELDS)
+
+
+def test_a_scenario_that_breaks_a_relation_is_refused_by_any_sweep():
+    # a Scenario made by its constructor is not checked; a sweep that overrides no related field
+    # still checks the relations on the scenario itself
+    bad = dataclasses.replace(SC, budget_low_FLOPs=2 * SC.budget_high_FLOPs)
+    for kwargs in (dict(bandwidth=[1.0, 2.0]), dict(bandwidth=[1.0, 2.0]), dict()):
+        with pytest.raises(ScenarioError, match="budget_low .* is above budget_high"):
+            bandjax.sweep(bad, **kwargs)
