@@ -371,3 +371,18 @@ def test_a_replayed_sweep_is_what_a_fresh_sweep_gives(kwargs):
         _bits_identical(ds, _general(ds))
         for name, var in ds.data_vars.items():
             assert not var.values.flags.writeable, name
+
+
+def test_a_scenario_keeps_a_bounded_number_of_dimensions():
+    # every new axis is a new piece; a scenario keeps the last PIECES of them, and an axis too
+    # long to key (more than ARGS_KEPT_UP_TO values) is built every time, never kept
+    sc = SC.replace(wan_latency_s=0.07)
+    for i in range(grid._Kept.PIECES + 8):
+        bandjax.sweep(sc, bandwidth=[1.0 + i, 2.0 + i], quantities=("step_s",))
+    kept = grid._Kept.of(sc)
+    assert len(kept._pieces) == grid._Kept.PIECES
+    long_axis = np.geomspace(0.1, 1000.0, grid.ARGS_KEPT_UP_TO + 1)
+    before = dict(kept._pieces)
+    ds = bandjax.sweep(sc, bandwidth=long_axis, quantities=("step_s",))
+    assert ds.sizes["bandwidth"] == len(long_axis)
+    assert set(kept._pieces) == set(before)  # nothing new kept, nothing dropped
