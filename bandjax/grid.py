@@ -224,8 +224,7 @@ def _args_key(args: dict):
             size += value.size
             if value.dtype.kind not in "biufU" or size > ARGS_KEPT_UP_TO:
                 return None  # before any copy: a huge argument is refused by parse, at once
-            part = (np.ndarray, value.dtype.str, value.shape,
-                    _Bits(value.data if value.flags.c_contiguous else value.tobytes()))
+            part = (np.ndarray, *_values_key(value))
         elif type(value) in (list, tuple):
             if len(value) > 64:
                 return None
@@ -496,15 +495,14 @@ def dispatch_grid(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "f
 def _call(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "float64", *,
           kept: _KeptGrid | None = None) -> tuple:
     """What :func:`dispatch_grid` calls: (jitted function, scenario arrays, steps, index, jitted
-    names); a float32 call must be made in :func:`precision`."""
+    names); a float32 call must be made in :func:`precision` (the arrays are NumPy's for it)."""
     jit_names = tuple(q for q in names if q not in ("steps_to_target", "status"))
-    with precision(dtype) if dtype != "float64" else contextlib.nullcontext():
-        if kept is not None and dtype == "float64":
-            if kept.device is None:
-                kept.device = (scenario_arrays(sc, g, device=True), jax.device_put(g.steps))
-            arrays, steps = kept.device
-        else:
-            arrays, steps = scenario_arrays(sc, g, device=dtype == "float64"), g.steps
+    if kept is not None and dtype == "float64":
+        if kept.device is None:
+            kept.device = (scenario_arrays(sc, g, device=True), jax.device_put(g.steps))
+        arrays, steps = kept.device
+    else:
+        arrays, steps = scenario_arrays(sc, g, device=dtype == "float64"), g.steps
     small = math.prod(g.shape) * len(g.index) <= QUICK_CELLS
     return _evaluate_quick if small else _evaluate, arrays, steps, tuple(g.index), jit_names
 
@@ -520,8 +518,14 @@ def grid_coords(g: Grid) -> dict:
     coords: dict[str, object] = {}
     for a in g.axes:
         coords[a.name] = xr.Variable(a.name, np.asarray(a.coords), a.attrs)
-    for dim, cval in g.scalars.items():
-        coords[dim] = xr.Variable((), cval, g.scalar_attrs.get(dim, {}))
+    return {**coords, **_beside_axes(g)}
+
+
+def _beside_axes(g: Grid) -> dict:
+    """The grid's coordinates that are not an axis's: each scalar argument, and the extra
+    coordinates beside the axes (a model's parameters)."""
+    coords = {dim: xr.Variable((), cval, g.scalar_attrs.get(dim, {}))
+              for dim, cval in g.scalars.items()}
     for name, (cdims, values, attrs) in g.extra_coords.items():  # a copy: a grid may be kept
         coords[name] = xr.Variable(cdims, np.array(values), attrs)
     return coords
@@ -741,26 +745,23 @@ def _coordinates(sc: Scenario, g: Grid, inner: tuple[str, ...]) -> tuple[dict, d
     pass left out) when every axis was built anew."""
     kept = _Kept.of(sc)
     variables, indexes = {}, {}
+
+    def take(key, build):
+        piece_variables, piece_indexes = kept.piece(key, build)
+        variables.update(piece_variables)
+        indexes.update(piece_indexes)
+
     for a in g.axes:
-        key = _values_key(a.coords)
-        attrs_key = _attrs_key(a.attrs)
-        key = None if key is None or attrs_key is None else ("axis", a.name, key, attrs_key)
-        for part, got in zip((variables, indexes), kept.piece(key, partial(_axis_piece, sc, a))):
-            part.update(got)
+        key, attrs_key = _values_key(a.coords), _attrs_key(a.attrs)
+        take(None if key is None or attrs_key is None else ("axis", a.name, key, attrs_key),
+             partial(_axis_piece, sc, a))
     if g.variant_is_dim:
-        for part, got in zip((variables, indexes), kept.piece(
-                ("variant", tuple(g.variants)), lambda: _piece(variant_coords(sc, g)))):
-            part.update(got)
+        take(("variant", tuple(g.variants)), lambda: _piece(variant_coords(sc, g)))
     for _, dim, values in _INNER:
         if dim in inner:
-            for part, got in zip((variables, indexes), kept.piece(
-                    ("inner", dim), partial(_inner_piece, dim, values))):
-                part.update(got)
+            take(("inner", dim), partial(_inner_piece, dim, values))
     # scalars and what lies along a dimension without being its coordinate: built every time
-    rest = {dim: xr.Variable((), cval, g.scalar_attrs.get(dim, {}))
-            for dim, cval in g.scalars.items()}
-    for name, (cdims, values, attrs) in g.extra_coords.items():  # a copy: a grid may be kept
-        rest[name] = xr.Variable(cdims, np.array(values), attrs)
+    rest = _beside_axes(g)
     if "budget" in g.scalars:
         rest["budget_label"] = _budget_label(budget_labels(sc, rest["budget"].values), ())
     if not g.variant_is_dim:
