@@ -741,8 +741,7 @@ def _coordinates(sc: Scenario, g: Grid, inner: tuple[str, ...]) -> tuple[dict, d
     Each dimension's coordinates and index (an axis's values; the budget's labels beside it; the
     variants' ids and labels; an inner axis) are kept with the scenario (:meth:`_Kept.piece`), so
     that a sweep over one new axis builds that axis's only: at 1e5 cells over a new bandwidth
-    axis and 100 budgets, the coordinates took 97 of the sweep's 268 us of own CPU (warm, the
-    pass left out) when every axis was built anew."""
+    axis and 100 budgets, its own CPU (warm, the pass left out) went from 268 to 227 us."""
     kept = _Kept.of(sc)
     variables, indexes = {}, {}
 
