@@ -172,7 +172,7 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
         return label(sc, g, raw, names)
     ds = label(sc, g, raw, names, kept=again)
     if dtype == "float64":  # what a third time needs, found once
-        again.plans[names, dtype] = _Plan(_need_bytes(sc, g, names, dtype)[0],
+        again.plans[names, dtype] = _Plan(_need_bytes(sc, g, names, dtype),
                                           _call(sc, g, names, dtype, kept=again),
                                           again.specs[names], again.labels[_inner_dims(names)],
                                           again.sizes[names])
@@ -184,7 +184,7 @@ class _Plan(NamedTuple):
     second time: everything :func:`_replay` needs to make it again without parsing, checking
     or labelling anything but the outputs."""
 
-    need_B: float  # check_size's estimate of the memory it needs
+    need: tuple  # check_size's estimate of the memory it needs (_need_bytes)
     call: tuple  # (jitted function, scenario arrays, steps, index, jitted names)
     specs: tuple  # label's (name, dims, attrs, value, late) per variable
     built: tuple  # the coordinates, indexes and attrs (_coordinates), shared, never handed out
@@ -192,14 +192,12 @@ class _Plan(NamedTuple):
 
 
 def _replay(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str, plan: _Plan) -> xr.Dataset:
-    """The sweep of ``plan`` again: its memory checked as :func:`check_size` checks it, the
+    """The sweep of ``plan`` again: its memory checked by :func:`check_size`, the
     jitted pass started at once and the Dataset built as :func:`label` builds it. At 1e5 cells
     and 100 budgets, the sweep's own CPU time (warm, the pass left out) went from 23 to 16 us,
     and its cost beside its core in ``benchmarks/sweep.py`` (``wrapper_s``) from 94-96 to
     56-92 us."""
-    share = _limits.SWEEP_MEMORY_SHARE
-    if plan.need_B > share * _available_memory_bytes(plan.need_B / share):
-        check_size(sc, g, names, dtype)  # raises, naming the grid's sizes
+    check_size(sc, g, names, dtype, need=plan.need)
     fn, arrays, steps, index, jit_names = plan.call
     return _dataset(plan.specs, fn(arrays, steps, index=index, names=jit_names),
                     _own(plan.built), plan.sizes)
@@ -274,17 +272,19 @@ def _need_bytes(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str) -> tu
     return 2 * cells * sum(widths, 1) * itemsize, cells * max(widths, default=1), cells
 
 
-def check_size(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "float64") -> None:
+def check_size(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "float64", *,
+               need: tuple | None = None) -> None:
     """Refuse, before compiling, a sweep whose outputs would not fit in memory.
 
     The jitted pass computes every variant of the registry and writes each requested quantity
     (``hot_spot`` and ``energy_per_step_J`` with their inner axes), plus about as much again in
     intermediates; that estimate must stay under :data:`bandjax._limits.SWEEP_MEMORY_SHARE` of the
     memory available now, and no array may pass :data:`bandjax._limits.MAX_ARRAY_ELEMENTS`.
+    ``need``: :func:`_need_bytes` of these arguments, where found before (a :class:`_Plan`).
     """
     MAX_ARRAY_ELEMENTS, SWEEP_MEMORY_SHARE = _limits.MAX_ARRAY_ELEMENTS, _limits.SWEEP_MEMORY_SHARE
     describe_bytes = _limits.describe_bytes
-    need, largest, cells = _need_bytes(sc, g, names, dtype)
+    need, largest, cells = _need_bytes(sc, g, names, dtype) if need is None else need
     avail = _available_memory_bytes(need / SWEEP_MEMORY_SHARE)
     if largest > MAX_ARRAY_ELEMENTS or need > SWEEP_MEMORY_SHARE * avail:
         shape = " x ".join(f"{a.name} {len(a.coords)}" for a in g.axes) or "one point"
