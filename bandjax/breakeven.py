@@ -41,6 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import failures as _failures
 from . import roots as _roots
 from . import variants as _v
 from .metrics import time_to_target_s
@@ -252,7 +253,7 @@ def _mesh_kinks_Bps(sc: Scenario, links, m, rest, window) -> list:
 @partial(jax.jit, static_argnames=("grid", "max_roots", "implicit"))
 def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, *,
                         grid: int = GRID, max_roots: int = MAX_ROOTS,
-                        implicit: bool = True) -> Crossings:
+                        implicit: bool = True, fails: bool = False) -> Crossings:
     """Where variants ``ia`` and ``ib`` reach the target equally fast, over WAN bandwidth (B/s).
 
         r(B) = n_a (c + max(0, Q_a + V_a/B)) / (n_b (c + max(0, Q_b + V_b/B))) - 1,
@@ -276,12 +277,14 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
     With per-link values (``sc.links``) a mesh's WAN term is the largest of several links' terms,
     not affine in 1/B once their latencies differ; the search then re-evaluates the closed forms
     at each trial bandwidth (:func:`field_crossings` over ``wan_Bps``, every link scaled in
-    proportion).
+    proportion). So does a scenario where workers fail (``fails``, static: give
+    :func:`bandjax.failures.may_fail` of the scenario): a time to target divided by the ETTR of
+    replicas that meet once a round is not affine in 1/B. Without ``fails`` the ETTR is taken as 1.
 
     Returns:
       :class:`bandjax.roots.Crossings` with ``x`` in B/s; differentiable in ``sc`` and the steps.
     """
-    if sc.links is not None:
+    if sc.links is not None or fails:
         # the pair's kinks (where max(0, .) switches, and where a mesh's pacing link changes) are
         # bracket points, so no pair of crossings hides between two coarse cells
         kinks = [_pick(k, i) for k in bandwidth_kinks_Bps(sc) for i in (ia, ib)]
@@ -314,7 +317,7 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
 
 # bandjax's own searches that return NumPy values: quick to compile, no derivatives
 _quick_bandwidth = partial(_jax.quick(bandwidth_crossings,
-                                      static_argnames=("grid", "max_roots", "implicit")),
+                                      static_argnames=("grid", "max_roots", "implicit", "fails")),
                            implicit=False)
 
 
@@ -348,7 +351,7 @@ def all_bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_B
     max_roots = MAX_ROOTS
     while True:
         c = _quick_bandwidth(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, grid=grid,
-                             max_roots=max_roots)
+                             max_roots=max_roots, fails=_failures.may_fail(sc))
         most = int(max(np.max(c.count), np.max(c.tie_count)))
         if most <= max_roots:
             return c
@@ -404,7 +407,7 @@ def _field_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, k, *, grid, max_roots
     def residual(x, theta):
         pair, rest = theta[:2], theta[2:]
         sc_x, na, nb = with_parameter_at(rest, k, x)
-        s = step_s(sc_x)
+        s = time_to_target_s(sc_x, 1.0)  # a step / ETTR (ETTR = 1 where nothing fails)
         return jnp.log(na * _pick(s, pair[0])) - jnp.log(nb * _pick(s, pair[1]))
 
     # The pair's indices travel in theta, so they are flattened with the batch.
@@ -442,7 +445,7 @@ def _fields_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, which, *, names, gri
             rest = with_parameter_at(rest, every.index(name),
                                      jnp.where(w == j, x, get_parameter(rest, name)))
         sc_x, na, nb = rest
-        s = step_s(sc_x)
+        s = time_to_target_s(sc_x, 1.0)  # a step / ETTR (ETTR = 1 where nothing fails)
         return jnp.log(na * _pick(s, pair[0])) - jnp.log(nb * _pick(s, pair[1]))
 
     theta = (ia, ib, which, sc, safe(steps_a), safe(steps_b))
@@ -481,7 +484,7 @@ def searches(sc: Scenario, pairs, names, lo, hi, *, grid: int = GRID) -> Crossin
         while True:
             if group == "wan_Bps":
                 c = _quick_bandwidth(sc, ia, ib, na, nb, lo_, hi_, grid=grid,
-                                     max_roots=max_roots)
+                                     max_roots=max_roots, fails=_failures.may_fail(sc))
             else:
                 c = _quick_fields(sc, ia, ib, na, nb, lo_, hi_, which, names=used, grid=grid,
                                   max_roots=max_roots)
@@ -650,7 +653,8 @@ def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
     ia, ib = sc.ids.index(a), sc.ids.index(b)
     while True:
         if parameter == "wan_Bps":
-            c = _quick_bandwidth(sc, ia, ib, *steps, lo, hi, grid=grid, max_roots=max_roots)
+            c = _quick_bandwidth(sc, ia, ib, *steps, lo, hi, grid=grid, max_roots=max_roots,
+                                 fails=_failures.may_fail(sc))
         else:
             c = _quick_field(sc, ia, ib, *steps, lo, hi, parameters(sc).index(parameter),
                              grid=grid, max_roots=max_roots)

@@ -26,7 +26,7 @@ import pandas as pd
 import xarray as xr
 from xarray.indexes import PandasIndex
 
-from . import _limits, metrics
+from . import _limits, failures, metrics
 from ._budget_index import BudgetIndex, budget_names
 from .labels import BUDGET_NAMES, COORD_ATTRS, budget_labels
 from .links import scaling_note
@@ -36,7 +36,10 @@ from .sweepargs import Grid, parse
 
 QUANTITIES = ("step_s", "gpu_s", "comm_s", "compute_utilisation", "time_to_target_s",
               "steps_to_target", "status", "hot_spot", "energy_per_step_J", "energy_to_target_J", "bytes_per_worker_B",
-              "wan_B", "module_stage_s")
+              "wan_B", "module_stage_s", "ettr", "goodput", "mtbf_s", "checkpoint_interval_s",
+              "failure_status")
+# quantities of the grid alone, without a variant axis
+NO_VARIANT = ("module_stage_s", "mtbf_s")
 ENERGY_COLUMNS = (*metrics.ENERGY_PARTS, "total")
 DTYPES = ("float64", "float32")  # the precision of a sweep's or a winner map's jitted pass
 
@@ -59,6 +62,20 @@ _ATTRS = {
     "bytes_per_worker_B": {"units": "B", "long_name": "bytes a worker sends per step (a sync's bytes / H)"},
     "wan_B": {"units": "B", "long_name": "bytes on each directed WAN link in use per step (a sync's bytes / H)"},
     "module_stage_s": {"units": "s", "long_name": "module pipeline stage time, one worker's delta"},
+    "ettr": {"units": "1", "long_name": "effective training time ratio: share of wall time on work "
+                                         "that is kept, failures counted (1: nothing fails)",
+             "note": "first order in the failure rate (docs/model.md section 17); see failure_status"},
+    "goodput": {"units": "1", "long_name": "goodput: compute utilisation x ETTR",
+                "note": "first order in the failure rate (docs/model.md section 17); see failure_status"},
+    "mtbf_s": {"units": "s", "long_name": "mean time between failures of the cluster, 1 / (N r)"},
+    "checkpoint_interval_s": {"units": "s", "long_name": "checkpoint interval of a job that stops on "
+                                                         "any failure (Young's unless set)",
+                              "note": "NaN for a variant syncing in rounds: its replicas recover "
+                                      "from a peer"},
+    "failure_status": {"units": "1", "long_name": "whether the first-order failure forms hold "
+                                                  "(the product with the failure rate <= 0.1)",
+                       "flag_values": [failures.FIRST_ORDER, failures.BEYOND_FIRST_ORDER],
+                       "flag_meanings": failures.STATUS_MEANINGS},
 }
 
 
@@ -80,7 +97,7 @@ def _evaluate(sc: Scenario, steps, index: tuple[int, ...], names: tuple[str, ...
     picked = {k: out[k] for k in names}
     if index != tuple(range(len(sc.variants))):  # a static choice: slices, not a gather per element
         for k in names:
-            if k != "module_stage_s":
+            if k not in NO_VARIANT:
                 axis = -2 if k in ("hot_spot", "energy_per_step_J") else -1
                 picked[k] = jnp.take(out[k], np.asarray(index), axis=axis)
     return picked
@@ -640,6 +657,9 @@ def label(sc: Scenario, g: Grid, raw: dict, names: tuple[str, ...], *,
         elif q == "module_stage_s":
             qdims = dims + ["stage"]
             late = partial(_broadcast, shape=(*grid_shape, len(STAGES)), pick=None)
+        elif q in NO_VARIANT:
+            qdims = list(dims)
+            late = partial(_broadcast, shape=tuple(grid_shape), pick=None)
         else:  # a jitted output over the grid, the variants and its inner axis, if any
             dim, values = _INNER_OF.get(q, (None, ()))
             inner_q, qdims = ((len(values),), vdims + [dim]) if dim else ((), vdims)

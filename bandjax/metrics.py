@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import failures as _failures
 from . import links as _links
 from .scenario import Scenario
 from .step import (col, fragment_parts_s, pacing_link_index, step_parts_s, step_s, sum_parts,
@@ -108,8 +109,9 @@ def evaluate(sc: Scenario, steps):
 
     ``steps``: steps to target, broadcastable to (..., variant); inf = never, nan = not measured.
     Returns a dict of arrays: ``terms_s`` (..., variant, component), ``step_s``, ``gpu_s``,
-    ``comm_s``, ``compute_utilisation``, ``time_to_target_s``, ``bytes_per_worker_B``, ``wan_B``
-    (..., variant),
+    ``comm_s``, ``compute_utilisation``, ``time_to_target_s`` (divided by ETTR,
+    :mod:`bandjax.failures`), ``ettr``, ``goodput``, ``checkpoint_interval_s``,
+    ``failure_status``, ``bytes_per_worker_B``, ``wan_B`` (..., variant), ``mtbf_s`` (...),
     ``energy_J`` (..., variant, part) and ``energy_to_target_J`` (..., variant).
 
     Every variant's traffic (:func:`bandjax.step.traffic_B`), the syncing method and one fragment
@@ -126,13 +128,19 @@ def evaluate(sc: Scenario, steps):
     energy = energy_parts_J(sc, step, traffic=t, method=m)
     total = sum_parts(energy)
     gpu = jnp.broadcast_to(parts[0], step.shape)
+    fail = _failures.outputs(sc, step, gpu, m.H)
     return {
         "terms_s": terms,
         "step_s": step,
         "gpu_s": gpu,
         "comm_s": step - gpu,
         "compute_utilisation": gpu / step,
-        "time_to_target_s": steps * step,
+        "time_to_target_s": _failures.time_to_target_s(steps * step, fail["ettr"]),
+        "ettr": fail["ettr"],
+        "goodput": fail["goodput"],
+        "checkpoint_interval_s": fail["checkpoint_interval_s"],
+        "failure_status": fail["failure_status"],
+        "mtbf_s": _failures.mtbf_s(sc),
         "bytes_per_worker_B": bytes_per_worker_B(sc, traffic=t, method=m),
         "wan_B": wan_link_B(sc, traffic=t, method=m),
         "energy_J": jnp.stack(jnp.broadcast_arrays(*energy), axis=-1),
@@ -141,8 +149,11 @@ def evaluate(sc: Scenario, steps):
 
 
 def time_to_target_s(sc: Scenario, steps):
-    """Steps x step time, per variant (last axis), s. Differentiable in the scenario and steps."""
-    return steps * step_s(sc)
+    """Steps x step time / ETTR, per variant (last axis), s (ETTR = 1 where nothing fails,
+    :mod:`bandjax.failures`). Differentiable in the scenario and steps."""
+    m = sync_method(sc)
+    step = step_s(sc, method=m)
+    return _failures.time_to_target_s(steps * step, _failures.ettr_parts(sc, step, m.H)[0])
 
 
 # bandjax's own one-off evaluations (the report's load-0 steps and weakest inputs): one compiled

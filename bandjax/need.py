@@ -30,6 +30,7 @@ reachable where any R_ij <= 0: still a closed form, one per link, and its maximu
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from . import _jax  # 64-bit floats, the Scenario PyTree; compile options
@@ -40,9 +41,10 @@ import xarray as xr
 
 from .grid import QUICK_CELLS, grid_coords, scenario_arrays, variant_coords
 from .links import scaling_note
+from . import failures as _failures
 from .scenario import Scenario, reference
-from .step import (COMPONENTS, STAGES, col, fragment_parts_s, sum_parts, sync_method, traffic_B,
-                   wan_link_terms_s, window_s)
+from .step import (COMPONENTS, STAGES, col, fragment_parts_s, step_s, sum_parts, sync_method,
+                   traffic_B, wan_link_terms_s, window_s)
 from .sweepargs import parse
 
 DEFAULT_UTILISATION = (0.5, 0.8, 0.9, 0.95, 0.99)
@@ -52,8 +54,8 @@ DEFAULT_RANGE_GBps = (0.1, 1000.0)
 REACHED, NOT_REACHABLE, BELOW_RANGE = 0, 1, 2
 STATUS_MEANINGS = "reached not_reachable below_range"
 # what caps a target that is not reachable (index into CAPS; NONE where it is reachable)
-CAPS = ("none", "latency", "d", "module", "ports", "compute", "range")
-_NONE, _LATENCY, _D, _MODULE, _PORTS, _COMPUTE, _RANGE = range(len(CAPS))
+CAPS = ("none", "latency", "d", "module", "ports", "compute", "range", "failures")
+_NONE, _LATENCY, _D, _MODULE, _PORTS, _COMPUTE, _RANGE, _FAILURES = range(len(CAPS))
 # the terms of a fragment sync (COMPONENTS after c) grouped by the cap they name
 _GROUPS = {"latency": ("wan_latency",), "d": ("fixed",),
            "module": tuple(f"module_{s}" for s in STAGES), "ports": ("qsfp", "port")}
@@ -143,6 +145,77 @@ def needed_Bps(sc: Scenario, utilisation, lo_Bps, hi_Bps):
 
 _needed_once = _jax.quick(needed_Bps)  # required_bandwidth's grids are evaluated once
 
+GOODPUT_ITERATIONS = 64  # bisections in log B: the bracket shrinks 2^64-fold, below rounding
+
+
+def _goodput_at(sc: Scenario, B):
+    """Goodput (CU x ETTR, :mod:`bandjax.failures`) of every variant at WAN bandwidth ``B``
+    (every link scaled in proportion), shape (..., variant): variant v's goodput at B[..., v].
+
+    Every field gets one more trailing axis, on which B's variant axis lies; the scenario is then
+    evaluated for every variant at every variant's B, and the diagonal taken (the registry is
+    short: its square is cheap beside a compile)."""
+    B = jnp.asarray(B)
+    at = jax.tree.map(lambda x: jnp.asarray(x)[..., None], sc)
+    at = dataclasses.replace(at, wan_Bps=B)
+    m = sync_method(at)
+    step = step_s(at, method=m)
+    ettr = _failures.ettr_parts(at, step, m.H)[0]
+    out = col(at.gpu_compute_s) / step * jnp.maximum(ettr, 0.0)  # (..., B's variant, variant)
+    V = out.shape[-1]
+    out = jnp.broadcast_to(out, out.shape[:-2] + (V, V))
+    return jnp.diagonal(out, axis1=-2, axis2=-1)
+
+
+@jax.jit
+def needed_goodput_Bps(sc: Scenario, goodput, lo_Bps, hi_Bps):
+    """The smallest WAN bandwidth in [lo, hi] at which each variant's goodput (compute
+    utilisation x ETTR, docs/model.md section 17) reaches ``goodput``.
+
+    Goodput never falls as B grows (the step shrinks, and with it a round and a replica's
+    restore), so the answer is the one crossing, found by bisection in log B
+    (:data:`GOODPUT_ITERATIONS` halvings: to rounding), vectorised over every target, grid point
+    and variant in one jitted call. Not a closed form: a replica's ETTR depends on B through
+    its round and its restore, and the stop rule's through nothing; a closed form per piece
+    exists but the bisection serves every topology and link table alike. Values only (no
+    implicit derivative).
+
+    Returns (bandwidth B/s, status, cap) as :func:`needed_Bps`: status REACHED, NOT_REACHABLE
+    or BELOW_RANGE (bandwidth = lo). The cap of a target not reached: ``range`` where the range's
+    top is too slow; the compute utilisation's own cap (latency, d, module, ports, compute) where
+    CU cannot reach the target at any bandwidth; else ``failures``: CU could, but the time lost
+    to failures leaves goodput short even at infinite bandwidth.
+    """
+    g = jnp.asarray(goodput, dtype=float)
+    V = len(sc.variants)
+    at_hi = _goodput_at(sc, jnp.full((V,), hi_Bps, dtype=float))
+    at_lo = _goodput_at(sc, jnp.full((V,), lo_Bps, dtype=float))
+    g = g.reshape(g.shape + (1,) * jnp.ndim(at_hi))
+    at_inf = _goodput_at(sc, jnp.full((V,), jnp.inf))
+    lo, hi = jnp.log(lo_Bps) * jnp.ones_like(at_hi * g), jnp.log(hi_Bps) * jnp.ones_like(at_hi * g)
+
+    def halve(_, bracket):
+        lo, hi = bracket
+        mid = (lo + hi) / 2
+        ok = _goodput_at(sc, jnp.exp(mid)) >= g
+        return jnp.where(ok, lo, mid), jnp.where(ok, mid, hi)
+
+    lo, hi = jax.lax.fori_loop(0, GOODPUT_ITERATIONS, halve, (lo, hi))
+    reached = at_hi >= g
+    below = at_lo >= g
+    status = jnp.where(~reached, NOT_REACHABLE, jnp.where(below, BELOW_RANGE, REACHED))
+    # what caps it: the compute utilisation's own cap where CU itself cannot reach the target
+    # at any bandwidth (goodput <= CU), else the failures where infinite bandwidth falls short
+    _, _, cu_cap = needed_Bps(sc, goodput, lo_Bps, hi_Bps)
+    cu_capped = (cu_cap != _NONE) & (cu_cap != _RANGE)
+    cap = jnp.where(reached, _NONE, jnp.where(at_inf >= g, _RANGE,
+                                              jnp.where(cu_capped, cu_cap, _FAILURES)))
+    bandwidth = jnp.where(~reached, jnp.nan, jnp.where(below, lo_Bps, jnp.exp(hi)))
+    return bandwidth, status.astype(jnp.int8), cap.astype(jnp.int8)
+
+
+_needed_goodput_once = _jax.quick(needed_goodput_Bps)
+
 
 @jax.jit
 def needed_H(sc: Scenario, utilisation):
@@ -181,8 +254,12 @@ def _check_targets(utilisation) -> np.ndarray:
     return u
 
 
+TARGETS = ("utilisation", "goodput")
+
+
 def required_bandwidth(scenario: Scenario | None = None, utilisation=DEFAULT_UTILISATION, *,
-                       variant=None, range_GBps=DEFAULT_RANGE_GBps, **grid) -> xr.Dataset:
+                       variant=None, range_GBps=DEFAULT_RANGE_GBps, target: str = "utilisation",
+                       **grid) -> xr.Dataset:
     """The WAN bandwidth each variant needs to keep its GPUs computing a share ``utilisation``
     of the time (docs/model.md section 14), over any grid of the other parameters.
 
@@ -191,6 +268,9 @@ def required_bandwidth(scenario: Scenario | None = None, utilisation=DEFAULT_UTI
       utilisation: compute-utilisation targets u in (0, 1] (c / step), one or a list.
       variant: variant ids of the scenario's registry (all by default), as for :func:`bandjax.sweep`.
       range_GBps: (lowest, highest) bandwidth searched, GB/s per directed WAN link.
+      target: ``"utilisation"`` (compute utilisation, the closed form above) or ``"goodput"``
+        (compute utilisation x ETTR at the scenario's failure rate, docs/model.md section 17:
+        :func:`needed_goodput_Bps`); ``utilisation`` then holds goodput targets.
       **grid: any other argument of :func:`bandjax.sweep` but ``bandwidth`` (``H``, ``model``,
         ``dcs``, ``wan_latency_s``, ...): each a scalar or a sequence (a dimension).
 
@@ -214,12 +294,17 @@ def required_bandwidth(scenario: Scenario | None = None, utilisation=DEFAULT_UTI
     if not (0 < lo < hi < np.inf):
         raise ValueError(f"range_GBps = {range_GBps!r}: expected (lowest, highest) GB/s with "
                          "0 < lowest < highest")
+    if target not in TARGETS:
+        raise ValueError(f"target = {target!r} is not known; allowed: {', '.join(TARGETS)}")
     u = _check_targets(utilisation)
     g = parse(sc, variant=variant, **grid)
     # a small grid compiles quickly (and keeps its program); a large one compiles to run fast
     small = u.size * math.prod(g.shape) * len(sc.ids) <= QUICK_CELLS
-    bandwidth, status, cap = (_needed_once if small else needed_Bps)(
-        scenario_arrays(sc, g), u, lo * 1e9, hi * 1e9)
+    if target == "goodput":
+        solve = _needed_goodput_once if small else needed_goodput_Bps
+    else:
+        solve = _needed_once if small else needed_Bps
+    bandwidth, status, cap = solve(scenario_arrays(sc, g), u, lo * 1e9, hi * 1e9)
     index = np.asarray(g.index)
     bandwidth, status, cap = (np.take(np.asarray(x), index, axis=-1) for x in (bandwidth, status, cap))
     shape = (u.size, *g.shape, index.size)
@@ -229,7 +314,8 @@ def required_bandwidth(scenario: Scenario | None = None, utilisation=DEFAULT_UTI
         bandwidth, status, cap = (x[..., 0] for x in (bandwidth, status, cap))
         dims = dims[:-1]
     coords: dict = {"utilisation": xr.Variable("utilisation", u, {
-        "units": "1", "long_name": "compute utilisation target (GPU compute / step time)"}),
+        "units": "1", "long_name": "compute utilisation target (GPU compute / step time)"
+        if target == "utilisation" else "goodput target (compute utilisation x ETTR)"}),
         **grid_coords(g)}
     vids = g.variants
     coords.update(variant_coords(sc, g))
@@ -250,6 +336,7 @@ def required_bandwidth(scenario: Scenario | None = None, utilisation=DEFAULT_UTI
     }, coords=coords)
     ds.attrs.update({
         "title": "bandjax: WAN bandwidth a compute-utilisation target needs",
+        "target": target,
         "range_GBps": [lo, hi],
         "method": "closed form B = W / (H c (1/u - 1) / F + (f + tau) c - A) (docs/model.md "
                   "section 14); with links that differ, the largest over links of the same form "
@@ -258,6 +345,14 @@ def required_bandwidth(scenario: Scenario | None = None, utilisation=DEFAULT_UTI
                        + (f" and a sync's delay ({', '.join(delayed)})" if delayed else "")
                        + " assumed not to change steps to target",
     })
+    if target == "goodput":
+        ds.attrs.update({
+            "title": "bandjax: WAN bandwidth a goodput target needs",
+            "method": "bisection in log B of goodput = CU x ETTR (docs/model.md section 17), "
+                      f"{GOODPUT_ITERATIONS} halvings",
+            "assumptions": ds.attrs["assumptions"] + "; ETTR to first order in the failure rate "
+                           "(docs/model.md section 17)",
+        })
     note = scaling_note(sc, ["bandwidth"])
     if note:
         ds.attrs["links_scaling"] = note

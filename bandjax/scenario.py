@@ -171,13 +171,30 @@ FIELDS: dict[str, tuple[str, str, str, str]] = {
     "sync_every_H": ("sync", "every_H", "count", "sync every H steps: communication / H (steps to target assumed unchanged)"),
     "wan_message_B": ("shared_wan", "message_bytes", "bytes", "the sync's WAN bytes go as messages of this size, one after another (event engine)"),
     "background_B": ("shared_wan", "background_bytes", "bytes", "size of other jobs' Poisson transfers on each WAN link (event engine)"),
+    "failure_rate_per_hour": ("failures", "rate", "per_hour", "each worker fails as a Poisson process at this rate (0: nothing fails)"),
+    "restart_s": ("failures", "restart", "time", "u0: from a failure to the job (or replica) running again"),
+    "checkpoint_write_s": ("failures", "checkpoint_write", "time", "w: one blocking checkpoint write (a job that stops on any failure)"),
+    "restore_bytes_per_param": ("failures", "restore_bytes_per_param", "count", "b: bytes a parameter a failed replica copies from a peer over the WAN"),
 }
 # A leaf outside FIELDS: None (the default) means "the same as params", so replacing only params
 # keeps a dense model dense. Sets c and the energy's FLOPs; params sets every byte term.
 ACTIVE = ("model", "active_params")
 FIXED_SECTION = "fixed_time"  # d_v per variant, calibrated (docs/model.md section 5)
 VARIANTS_SECTION = "variants"  # a user's variants, one [variants.<id>] table each
-LEAVES = (*FIELDS, "active_params", "fixed_s")
+# A leaf outside FIELDS: the checkpoint interval tau_c, s; None (the default) means Young's interval
+# sqrt(2 w / lambda) (docs/model.md section 17), which follows the failure rate and the write time.
+CHECKPOINT = ("failures", "checkpoint_every")
+LEAVES = (*FIELDS, "active_params", "checkpoint_every_s", "fixed_s")
+
+# Published fleet failure rates, per GPU an hour (docs/model.md section 17).
+FAILURE_RATES: dict[str, float] = {
+    # Llama Team, "The Llama 3 Herd of Models", 2024, arXiv:2407.21783, section 3.3.4: 419
+    # unexpected interruptions in a 54-day snapshot of pre-training on 16,384 H100 GPUs
+    "llama3": 419.0 / (54.0 * 24.0 * 16384.0),
+    # Kokolis et al., "Revisiting Reliability in Large-Scale Machine Learning Research Clusters",
+    # 2024, arXiv:2410.21680: 6.50 failures per 1,000 node-days (RSC-1), at 8 GPUs a node
+    "rsc1": 6.50 / 1000.0 / 24.0 / 8.0,
+}
 
 # What each field allows: (lowest, lowest allowed, highest, highest allowed, whole, inf allowed).
 _POSITIVE = (0.0, False, math.inf, False, False, False)
@@ -194,6 +211,7 @@ LIMITS: dict[str, tuple] = {
     "workers_per_dc": (1.0, True, math.inf, False, True, False),
     "dcs": (2.0, True, math.inf, False, True, False),
     "topology": (0.0, True, 1.0, True, True, False),
+    "failure_rate_per_hour": _NONNEGATIVE, "restart_s": _NONNEGATIVE, "checkpoint_write_s": _NONNEGATIVE,
 }
 
 
@@ -293,6 +311,30 @@ def _check_active(value) -> None:
                             "parameters (or left out: the same as params)")
 
 
+def _check_checkpoint(value) -> None:
+    """checkpoint_every_s: a finite time > 0 s (None: Young's interval)."""
+    x = _numbers("[failures] checkpoint_every", value, "a time > 0 s, or 'young'")
+    if x is None:
+        return  # a tracer: not checked
+    good = np.isfinite(x) & (x > 0)
+    if not np.all(good):
+        raise ScenarioError(f"[failures] checkpoint_every = {_time_text(float(x[np.argmin(good)]))}: "
+                            "must be a finite time > 0 s (or 'young', the default: Young's interval "
+                            "sqrt(2 w / lambda))")
+
+
+def failure_rate(value) -> float:
+    """A failure rate per worker an hour: a number (1/h) or a preset name of
+    :data:`FAILURE_RATES`."""
+    if isinstance(value, str):
+        if value not in FAILURE_RATES:
+            raise ScenarioError(f"[failures] rate = {value!r} is not a preset; allowed: a rate "
+                                f"per worker an hour ('2e-5 /h') or one of {', '.join(FAILURE_RATES)}")
+        return FAILURE_RATES[value]
+    check_field("failure_rate_per_hour", value)
+    return float(value)
+
+
 def _fixed_default() -> dict:
     return {v.id: v.d_s for v in _variants.VARIANTS}
 
@@ -347,7 +389,12 @@ class Scenario:
     sync_every_H: Any = 1.0
     wan_message_B: Any = 1e6
     background_B: Any = 1e6
+    failure_rate_per_hour: Any = 0.0
+    restart_s: Any = 600.0
+    checkpoint_write_s: Any = 60.0
+    restore_bytes_per_param: Any = 4.0
     active_params: Any = None  # None: the same as params (a dense model)
+    checkpoint_every_s: Any = None  # None: Young's interval (bandjax.failures)
     fixed_s: dict = field(default_factory=_fixed_default)
     steps: Steps = Steps()
     variants: tuple[Variant, ...] = _variants.VARIANTS
@@ -418,6 +465,8 @@ class Scenario:
                 check_field(name, value, whole=False)
         if changes.get("active_params") is not None:
             _check_active(changes["active_params"])
+        if changes.get("checkpoint_every_s") is not None:
+            _check_checkpoint(changes["checkpoint_every_s"])
         if "variants" in changes:
             _check_variants(changes["variants"])
         if "steps" in changes and not isinstance(changes["steps"], Steps):
@@ -675,6 +724,8 @@ def validate(sc: Scenario) -> Scenario:
         check_field(name, getattr(sc, name))
     if sc.active_params is not None:
         _check_active(sc.active_params)
+    if sc.checkpoint_every_s is not None:
+        _check_checkpoint(sc.checkpoint_every_s)
     check_methods(sc.variants, sc.sync_every_H)
     _check_fixed(sc)
     _check_relations(sc)
@@ -790,6 +841,8 @@ def to_toml_dict(sc: Scenario) -> dict:
         out["links"].update(_links_to_toml(sc))
     if sc.active_params is not None:
         out["model"][ACTIVE[1]] = format_quantity(float(sc.active_params), "count")
+    if sc.checkpoint_every_s is not None:
+        out[CHECKPOINT[0]][CHECKPOINT[1]] = format_quantity(float(sc.checkpoint_every_s), "time")
     out[FIXED_SECTION] = {vid: format_quantity(float(d), "time") for vid, d in sc.fixed_s.items()}
     defaults = {v.id: v for v in _variants.VARIANTS}
     own = {v.id: _variant_to_toml(v) for v in sc.variants if defaults.get(v.id) != v}
@@ -957,11 +1010,14 @@ def from_toml_dict(data: dict) -> Scenario:
     Besides the keys of :data:`FIELDS`: ``[model] model = "llama3-8b"`` sets params from a model
     preset (:data:`PRESETS`); ``[model] gpu = "h100"`` applies a GPU preset
     (:meth:`Scenario.with_gpu`) before the file's other values; ``[model] gpu_compute = "0.49 ms"``
-    (files written before c came from FLOPs) sets the GPU peak that gives that c.
+    (files written before c came from FLOPs) sets the GPU peak that gives that c;
+    ``[failures] rate = "llama3"`` takes a published fleet rate (:data:`FAILURE_RATES`), and
+    ``[failures] checkpoint_every = "20 min"`` a checkpoint interval (``"young"``, the default:
+    Young's interval).
     """
     by_key = {(section, key): name for name, (section, key, _, _) in FIELDS.items()}
     extra = {("model", "gpu"), ("model", "gpu_compute"), ("model", "model"), ACTIVE, ("links", "pairs"),
-             ("links", "names")}
+             ("links", "names"), CHECKPOINT}
     sections = {s for s, _ in by_key} | {FIXED_SECTION, "steps", VARIANTS_SECTION, "uncertain"}
     changes: dict[str, Any] = {}
     ref = reference()
@@ -997,6 +1053,13 @@ def from_toml_dict(data: dict) -> Scenario:
                 continue
             if (section, key) == ACTIVE:
                 changes["active_params"] = parse("[model] active_params", value, "count")
+                continue
+            if (section, key) == CHECKPOINT:
+                if value != "young":  # Young's interval, the default
+                    changes["checkpoint_every_s"] = parse("[failures] checkpoint_every", value, "time")
+                continue
+            if name == "failure_rate_per_hour" and isinstance(value, str) and value in FAILURE_RATES:
+                changes[name] = FAILURE_RATES[value]
                 continue
             if name is None:
                 allowed = sorted([k for s, k in by_key if s == section] + [k for s, k in extra if s == section])

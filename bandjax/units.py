@@ -15,7 +15,7 @@ from sys import float_info
 UNITS: dict[str, dict[str, float]] = {
     "byte_rate": {"GB/s": 1e9, "B/s": 1.0, "kB/s": 1e3, "MB/s": 1e6, "TB/s": 1e12,
                   "Gb/s": 1e9 / 8, "Mb/s": 1e6 / 8, "Tb/s": 1e12 / 8},
-    "time": {"ms": 1e-3, "s": 1.0, "us": 1e-6, "ns": 1e-9},
+    "time": {"ms": 1e-3, "s": 1.0, "us": 1e-6, "ns": 1e-9, "min": 60.0, "h": 3600.0},
     "flop_rate": {"GFLOP/s": 1e9, "FLOP/s": 1.0, "TFLOP/s": 1e12},
     "sample_rate": {"GS/s": 1e9, "S/s": 1.0, "MS/s": 1e6},
     "power": {"W": 1.0, "mW": 1e-3, "kW": 1e3},
@@ -24,11 +24,14 @@ UNITS: dict[str, dict[str, float]] = {
     "bytes": {"MB": 1e6, "B": 1.0, "kB": 1e3, "GB": 1e9, "KiB": 1024.0, "MiB": 1024.0 ** 2,
               "GiB": 1024.0 ** 3},
     "count": {"": 1.0},
+    # a rate of events per hour (failures of one worker): the field's unit is in its name
+    "per_hour": {"/h": 1.0, "/day": 1 / 24},
 }
 
 # dimension -> its SI unit, as written in attrs["units"]
 SI = {"byte_rate": "B/s", "time": "s", "flop_rate": "FLOP/s", "sample_rate": "S/s", "power": "W",
-      "energy_per_flop": "J/FLOP", "energy_per_bit": "J/bit", "bytes": "B", "count": "1"}
+      "energy_per_flop": "J/FLOP", "energy_per_bit": "J/bit", "bytes": "B", "count": "1",
+      "per_hour": "1/h"}
 
 
 class ScenarioError(ValueError):

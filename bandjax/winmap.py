@@ -31,6 +31,7 @@ import xarray as xr
 
 from .grid import DTYPES, label, precision, scenario_arrays
 from .scenario import Scenario, reference
+from . import failures as _failures
 from .step import Method, fragment_parts_s, rounds_step_s, sum_parts, sync_method
 from .sweepargs import Grid, parse
 
@@ -49,14 +50,17 @@ _ATTRS = {
 }
 
 
-@partial(jax.jit, static_argnames=("index",))
-def _fused(sc: Scenario, steps, index: tuple[int, ...]):
+@partial(jax.jit, static_argnames=("index", "fails"))
+def _fused(sc: Scenario, steps, index: tuple[int, ...], fails: bool = False):
     """Winner, its time, runner-up and margin at every grid point, variants reduced in the loop.
 
     ``steps`` is broadcastable to (*grid, registry); ``index`` the competing variants' registry
     positions, in tie order. Every per-variant term of :func:`bandjax.step.fragment_parts_s` is small
     (it varies along few axes); the full-size work is one elementwise pass per variant, fused by
     XLA into loops that write the packed outputs only (:func:`_unpack` reads them).
+
+    ``fails`` (static): times are divided by ETTR (:mod:`bandjax.failures`); False where the
+    failure rate is 0 everywhere (:func:`bandjax.failures.may_fail`), where ETTR is exactly 1.
     """
     c = sc.gpu_compute_s
     m = sync_method(sc)
@@ -66,12 +70,17 @@ def _fused(sc: Scenario, steps, index: tuple[int, ...]):
     inf = jnp.asarray(jnp.inf, dtype=jnp.result_type(c))
     best, second = jnp.full(shape, inf), jnp.full(shape, inf)
     first, runner = jnp.full(shape, -1, jnp.int8), jnp.full(shape, -1, jnp.int8)
+    stop = _failures.stop_ettr(sc) if fails else None
     for k, i in enumerate(index):
         comm = sum_parts([p[..., i] for p in parts])
-        step = rounds_step_s(c, comm, sc.overlap_fraction, Method(*(x[..., i] for x in m)))
+        method = Method(*(x[..., i] for x in m))
+        step = rounds_step_s(c, comm, sc.overlap_fraction, method)
         n = steps[..., i]
         # as sweep: no time where the steps are not a number; inf here so it never wins
         t = jnp.where(jnp.isfinite(n), n * step, inf)
+        if fails:
+            ettr = _failures.ettr_parts(sc, step, method.H, variant_axis=False, stop=stop)[0]
+            t = _failures.time_to_target_s(t, ettr)
         ahead, next_ = t < best, t < second
         second = jnp.where(ahead, best, jnp.where(next_, t, second))
         runner = jnp.where(ahead, first, jnp.where(next_, jnp.int8(k), runner))
@@ -195,12 +204,13 @@ def winner_arrays(sc: Scenario, g: Grid, *, dtype: str = "float64", chunk: int |
     with precision(dtype):
         sc_arrays = scenario_arrays(sc, g)
         steps = g.steps
+        fails = _failures.may_fail(sc_arrays)
 
         def run(sl):
             if sl is None:
-                return _unpack(*_fused(sc_arrays, steps, index))
+                return _unpack(*_fused(sc_arrays, steps, index, fails))
             cut = lambda x: _cut(x, axis, sl, len(shape))  # noqa: E731
-            return _unpack(*_fused(jax.tree.map(cut, sc_arrays), cut(steps), index))
+            return _unpack(*_fused(jax.tree.map(cut, sc_arrays), cut(steps), index, fails))
 
         if len(parts) == 1:
             out = [np.broadcast_to(np.asarray(a), shape) for a in run(parts[0])]
