@@ -257,3 +257,40 @@ def test_bad_file_values_are_refused(table, match):
 def test_a_swept_bad_rate_is_refused():
     with pytest.raises(ScenarioError, match=r"\[failures\] rate"):
         bandjax.sweep(bandwidth=12.5, failure_rate_per_hour=[0.0, -1.0])
+
+
+def test_cli_goodput_prints_the_typed_numbers(capsys, tmp_path):
+    from bandjax.cli import main
+
+    path = tmp_path / "s.toml"
+    path.write_text('[cluster]\ndcs = 4\nworkers_per_dc = 4096\n[failures]\nrate = "llama3"\n')
+    assert main(["goodput", "--scenario", str(path), "--variant", "adamw", "diloco",
+                 "--target", "0.5"]) == 0
+    out = capsys.readouterr().out
+    sc = bandjax.load(path).with_variants(bandjax.METHODS)
+    ds = bandjax.sweep(sc, variant=["adamw", "diloco"], quantities=("ettr", "goodput"))
+    rows = {line.split()[0]: line.split() for line in out.splitlines()
+            if line.split()[:1] in (["adamw"], ["diloco"]) and not line.startswith(" ")}
+    # ETTR and goodput as the sweep gives them, to the 4 decimals printed (read from the right:
+    # ... ETTR CU goodput needed-bandwidth)
+    for vid in ("adamw", "diloco"):
+        assert float(rows[vid][-4]) == pytest.approx(float(ds["ettr"].sel(variant=vid)), abs=5e-5)
+        assert float(rows[vid][-2]) == pytest.approx(float(ds["goodput"].sel(variant=vid)), abs=5e-5)
+    assert rows["adamw"][2] == "restart" and rows["diloco"][2] == "replica"
+    assert "cluster MTBF: 3.093 h" in out
+    assert "beyond first order" in out and "adamw" in out.splitlines()[-1]
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--rate", "often"], "[failures] rate = 'often' is not a preset"),
+    (["--rate", "-1"], "[failures] rate = '-1.0 /h': must be"),
+    (["--target", "1.5"], "--target 1.5: must be a goodput target in (0, 1)"),
+    (["--checkpoint-every", "0"], "[failures] checkpoint_every = '0.0 ms'"),
+    (["--bandwidth", "nan"], "--bandwidth nan: must be a finite bandwidth > 0 GB/s"),
+])
+def test_cli_goodput_bad_input(capsys, argv, fragment):
+    from bandjax.cli import EXIT_ERROR, main
+
+    assert main(["goodput", *argv]) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert fragment in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -100,6 +100,8 @@ def _build_sections(sc: Scenario, ctx: dict, results: dict, only, skip) -> None:
     """Each section of the report built, or explained, in order, into ``results``."""
     for section in _current_sections():
         key = section.KEY
+        if hasattr(section, "applies") and not section.applies(sc):
+            continue  # not this scenario's: no part, no reason (the report is what it was)
         if (only is not None and key not in only) or key in skip:
             why = (f"Not computed: left out by --skip {key}." if key in skip else
                    f"Not computed: not among --sections {' '.join(only)}.")

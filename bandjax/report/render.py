@@ -36,6 +36,8 @@ def collect(sc: Scenario, results: Results | dict | None = None,
     views: dict[str, View] = {}
     with registry(sc):
         for section in _sections.page_order(sections):
+            if hasattr(section, "applies") and not section.applies(sc):
+                continue  # not this scenario's section (sections.__init__: applies)
             try:
                 view = section.view(sc, results, sw, views)
             except Exception as e:  # noqa: BLE001 - said in the section's place

@@ -28,6 +28,10 @@ A report part (results.json and results.md), optional:
     sections before this one, in a thread (:func:`.common.start_ahead`) or in worker processes,
     for ``build`` to collect; ``close`` drops what ``build`` did not collect (the report always
     calls it). A section without them, or built alone, does its work in ``build``.
+``applies(scenario) -> bool``
+    (optional) whether the section belongs in this scenario's report at all; where it does not,
+    it is neither built nor explained nor drawn (a section for a setting the scenario leaves at
+    its default, such as failures), so the report is what it was without it.
 ``LEAD = True``
     (optional) its markdown comes right after the title (the headline).
 
@@ -61,9 +65,10 @@ from __future__ import annotations
 from . import common  # isort: skip
 from . import core  # isort: skip
 from . import bandwidth, stages, breakeven, cluster, shared_wan  # isort: skip
-from . import model, sync_h, energy, uncertainty, need, headline  # isort: skip
+from . import model, sync_h, energy, uncertainty, need, failures, headline  # isort: skip
 from .breakeven import BreakEvens
 from .cluster import Cluster
+from .failures import Failures
 from .common import Results, Section, View
 from .core import Core
 from .headline import Headline
@@ -83,6 +88,7 @@ SECTIONS = (
     energy,
     uncertainty,
     need,
+    failures,  # only where the scenario's workers fail (its applies)
     headline,  # after the sections it reads; first in results.md (LEAD)
 )
 
@@ -104,5 +110,5 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["SECTIONS", "Results", "Section", "View", "BreakEvens", "Cluster", "Core", "Headline",
+__all__ = ["SECTIONS", "Results", "Section", "View", "BreakEvens", "Cluster", "Core", "Failures", "Headline",
            "Need", "SharedWan", "Uncertainty", "page_order"]
