@@ -58,10 +58,10 @@ x = 0.01 on the rounds rule's first order is below the engine in every cell (pes
 charges a second failure during a recovery a whole u0 + restore + round); in the long run the
 engine gives sum_i (n_i / N) exp(-x_i) (:func:`ettr_rounds_exact`), and so the first-order error
 is sum_i (n_i / N) (exp(-x_i) - 1 + x_i), between 0 and x^2 / 2. The stop rule's errs on either
-side: below the engine where the restart dominates x (u0 = 600 and 3600 s: first order low by up to 0.31 x^2),
-above it where tau* does (u0 = 60 s: high by up to 0.11 x^2; it leaves out failures during
-writes); its long-run value is :func:`ettr_stop_exact`. In every cell
-the engine is within 1.5 standard errors of the exact form. N and K enter only through x: cells
+side: below the engine where the restart dominates x (u0 = 600 and 3600 s: first order low by up
+to 0.31 x^2), above it where tau* does (u0 = 60 s: high by up to 0.11 x^2; it leaves out failures
+during writes); its long-run value is :func:`ettr_stop_exact`. In every cell the engine is within
+1.5 standard errors of the exact form. N and K enter only through x: cells
 of 64 to 131,072 GPUs and 2 to 8 DCs at one x agree within their noise.
 
 SimPy events are not the bound: a run of F failures makes about 4 F of them, in a wall time of
