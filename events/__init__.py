@@ -1,10 +1,13 @@
-"""events: the shared-WAN discrete-event engine (docs/model.md sections 11 and 13), SimPy and NumPy only.
+"""events: the shared-WAN discrete-event engine (docs/model.md sections 11, 13 and 17), SimPy and
+NumPy only.
 
 The closed forms assume the WAN is the training job's alone; this engine shares every directed WAN
 link in use (K on a ring of K DCs, K(K-1) on a mesh) with other jobs' Poisson traffic, with the
 scenario's one-way latency and overlap; with per-link values (docs/model.md section 15) each
 link has its own capacity, background and latency. At load 0 it gives the closed forms' step time
-exactly, which makes it an independent check of them. ``import events`` never loads jax.
+exactly, which makes it an independent check of them. :mod:`events.failures` injects worker
+failures into a run and recovers by either rule of docs/model.md section 17, checking the
+first-order ETTR forms. ``import events`` never loads jax.
 
 Public API (imported lazily, so dask workers that only run :func:`simulate` stay light):
 
@@ -13,6 +16,10 @@ Public API (imported lazily, so dask workers that only run :func:`simulate` stay
     run(scenario, variant, load, seed, steps) -> RunResult
     sweep(scenario, load=, seed=, steps=, scheduler=, **bandjax.sweep's arguments)
         -> xarray.Dataset
+    simulate_failures(rule, workers=, failure_rate_per_hour=, restart_s=, duration_s=, ...)
+        -> FailureRun                        runs that fail (docs/model.md section 17)
+    fit_duration_s(rule, workers=, failure_rate_per_hour=, duration_s=, ...)
+        -> (duration_s, note)                a failure run shortened to its bound
 
 :func:`sweep` runs on a new dask ``LocalCluster`` by default; its worker processes import the
 calling script, so a script must call it under ``if __name__ == "__main__":``. With
@@ -31,6 +38,8 @@ _EXPORTS = {
     "simulate": "engine", "warmup_s": "engine", "MAX_SIM_S": "engine",
     "build": "plan", "run": "plan",
     "sweep": "runner", "QUANTITIES": "runner", "client": "runner",
+    "simulate_failures": "failures", "FailureRun": "failures", "FailureBoundError": "failures",
+    "fit_duration_s": "failures",
 }
 
 __all__ = sorted(_EXPORTS)
