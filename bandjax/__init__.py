@@ -9,15 +9,32 @@ registered as a PyTree (:mod:`bandjax._jax`).
 """
 
 import importlib
+import signal as _signal
 import sys as _sys
 
-import signal as _signal
 
-# `python -m bandjax`: the command line is starting (the interpreter names the module "-m" while
-# it finds it); a Ctrl-C from here on is one line and status 130 (bandjax._io). Until that module
-# has loaded, a handler that needs nothing more than os. A process started with Ctrl-C ignored (a
-# background job, nohup) keeps ignoring it.
-if _sys.argv[:1] == ["-m"] and _signal.getsignal(_signal.SIGINT) != _signal.SIG_IGN:
+def _command_line() -> bool:
+    """Whether this process is the ``bandjax`` command: ``python -m bandjax`` (the interpreter
+    names the module "-m" while it finds it) or the installed console script.
+
+    The script (``bandjax = "bandjax.cli:main"``) imports bandjax.cli, every command module and
+    the units, before ``main`` runs, so its handler is installed here, when the package is first
+    imported, rather than in an entry point of its own: a new entry point would only reach the
+    scripts installed after it, this reaches every installed copy. The script is known by its
+    name, with the suffixes installers give it on Windows (``bandjax.exe``, ``bandjax-script.py``)."""
+    argv = getattr(_sys, "argv", None) or [""]
+    if argv[0] == "-m":
+        return True
+    name = argv[0].replace("\\", "/").rpartition("/")[2]
+    for suffix in (".exe", "-script.pyw", "-script.py"):
+        name = name.removesuffix(suffix)
+    return name == "bandjax"
+
+
+# The command line is starting: a Ctrl-C from here on is one line and status 130 (bandjax._io).
+# Until that module has loaded, a handler that needs nothing more than os. A process started with
+# Ctrl-C ignored (a background job, nohup) keeps ignoring it.
+if _command_line() and _signal.getsignal(_signal.SIGINT) != _signal.SIG_IGN:
     import os as _os
 
     def _early_interrupt(signum, frame):

@@ -4,6 +4,8 @@
     python -m benchmarks --big           # also the 1e8-cell sweep (a few GB of memory, minutes)
     python -m benchmarks --disk          # also stream a 1e9-cell sweep to disk (24 GB, deleted after)
     python -m benchmarks --quick         # smoke run of seconds (CI): small sizes, same keys
+    python -m benchmarks --compare       # run, then compare with results.json (the speed guard)
+    python -m benchmarks --compare NEW.json [--baseline OLD.json]   # compare two written runs
 
 Sections that are not present on this checkout, or that fail, are recorded as not available with
 the reason; their figures are null, never made up.
@@ -18,6 +20,7 @@ import json
 import math
 import os
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -28,10 +31,12 @@ os.environ.setdefault("BANDJAX_NO_CACHE", "1")
 
 from bandjax._io import atomic_write_text  # noqa: E402
 
-from . import common  # noqa: E402
-from . import sweep as sweep_bench  # noqa: E402
+from . import compare  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).with_name("results.json")
+RUN = "run"  # --compare with no file: run the benchmarks, then compare
+EXIT_WORSE = 1  # a figure worse than the threshold (so a CI step can gate on it)
+EXIT_BAD_INPUT = 2  # a results file that cannot be read, as argparse's own usage errors
 
 # section -> (module, figures it must provide)
 EXTERNAL = {
@@ -98,6 +103,8 @@ def _fmt(x, unit="", digits=3) -> str:
 
 
 def table(results: dict) -> str:
+    from . import common
+
     s = results["sweep"]
     lines = ["", "Dense sweep (a cell = one variant at one grid point; cells/s, median of "
              f"{common.MIN_REPEAT}; ratios = bandjax.sweep's rate / baseline's rate)", "",
@@ -149,19 +156,79 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
+def _threshold(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < x < 1:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"{text}: must be a fraction in (0, 1), e.g. 0.2 for 20%")
+    return x
+
+
+def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="smoke run of seconds (CI)")
     p.add_argument("--big", action="store_true", help="add the 1e8-cell sweep (about 8 GB of memory)")
     p.add_argument("--disk", action="store_true",
                    help="stream a 1e9-cell sweep to a zarr store (about 12 GB on disk, deleted after)")
-    p.add_argument("--disk-cells", type=float, default=sweep_bench.DISK_CELLS,
+    p.add_argument("--disk-cells", type=float, default=None,
                    help="cells of the disk sweep (default 1e9)")
     p.add_argument("--disk-dir", default=None, help="folder for the disk sweep (default: the temp folder)")
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results file (JSON)")
+    p.add_argument("--out", type=Path, default=None,
+                   help=f"results file (JSON; default {DEFAULT_OUT}, or a temporary file with "
+                        "--compare, so the baseline stays as committed)")
+    p.add_argument("--compare", nargs="?", const=RUN, default=None, metavar="NEW.json",
+                   help="compare figure by figure with the baseline: this run's (no file) or the "
+                        "results in NEW.json (nothing is run); exit status 1 if a figure is worse "
+                        "by more than the threshold")
+    p.add_argument("--baseline", type=Path, default=None, metavar="OLD.json",
+                   help=f"the baseline of --compare (default {DEFAULT_OUT}, the committed run)")
+    p.add_argument("--threshold", type=_threshold, default=None,
+                   help=f"with --compare: report figures worse by more than this fraction "
+                        f"(default {compare.THRESHOLD})")
     args = p.parse_args(argv)
-    if args.disk_cells <= 0:
+    if args.disk_cells is not None and not args.disk_cells > 0:
         p.error(f"--disk-cells = {args.disk_cells}: must be > 0")
+    if args.compare is None and (args.baseline or args.threshold):
+        p.error("--baseline and --threshold go with --compare")
+    if args.compare not in (None, RUN):
+        run_only = [f"--{k.replace('_', '-')}" for k in ("quick", "big", "disk", "disk_cells",
+                                                         "disk_dir", "out")
+                    if getattr(args, k) not in (None, False)]
+        if run_only:
+            p.error(f"--compare {args.compare} compares a run already written; "
+                    f"{', '.join(run_only)} apply only to a run")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.compare is None:
+        run(args, args.out or DEFAULT_OUT)
+        return 0
+    baseline_path = args.baseline or DEFAULT_OUT
+    try:  # before a run of minutes: a baseline that cannot be read fails now
+        baseline = compare.load(baseline_path, "baseline")
+        if args.compare == RUN:
+            new_path = args.out or Path(tempfile.mkdtemp(prefix="bandjax-benchmarks-"),
+                                        "results.json")
+            new = run(args, new_path)
+        else:
+            new_path = args.compare
+            new = compare.load(new_path, "new results")
+    except compare.ResultsFileError as e:
+        print(f"python -m benchmarks: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    result = compare.compare(baseline, new, args.threshold or compare.THRESHOLD)
+    print(compare.render(result, str(baseline_path), str(new_path)))
+    return EXIT_WORSE if result.regressed else 0
+
+
+def run(args, out: Path) -> dict:
+    """Run every section, print the table, write ``out``; return the results (as written)."""
+    from . import common
+    from . import sweep as sweep_bench
 
     t0 = time.perf_counter()
     results = {"quick": args.quick, "machine": common.machine(),
@@ -172,14 +239,16 @@ def main(argv=None) -> int:
         results[name] = external(name, args.quick)
     results["float32"] = float32_section(results["winner"])
     if args.disk:
-        results["disk"] = {"available": True, **sweep_bench.disk_run(args.disk_cells, args.disk_dir)}
+        cells = sweep_bench.DISK_CELLS if args.disk_cells is None else args.disk_cells
+        results["disk"] = {"available": True, **sweep_bench.disk_run(cells, args.disk_dir)}
     else:
         results["disk"] = {"available": False, "reason": "not run: pass --disk"}
     results["wall_s"] = time.perf_counter() - t0
-    atomic_write_text(args.out, json.dumps(finite(results), indent=1, allow_nan=False, default=str) + "\n")
+    results = finite(results)
+    atomic_write_text(out, json.dumps(results, indent=1, allow_nan=False, default=str) + "\n")
     print(table(results))
-    print(f"\nwrote {args.out}")
-    return 0
+    print(f"\nwrote {out}")
+    return json.loads(json.dumps(results, default=str))  # as a file would read back
 
 
 def finite(x):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -136,3 +137,76 @@ def test_a_command_started_with_sigint_ignored_keeps_ignoring_it(tmp_path):
     out, err = p.communicate(timeout=120)
     assert p.returncode == 0 and err.decode() == "", (p.returncode, err)
     assert "GB/s" in out.decode()
+
+
+# Ctrl-C after the interpreter's own start of the installed `bandjax` script: from 1 s on the
+# command is past that start even on a loaded machine (its imports, then its work), so those
+# moments must reach bandjax's code every time
+CONSOLE_MOMENTS_S = (0.05, 0.15, 0.3, 0.6, 1.0, 1.5, 2.0)
+PAST_START_S = 1.0
+
+
+def _console_script() -> Path | None:
+    """The installed ``bandjax`` script of this interpreter's environment (or, failing that, the
+    one on PATH); None if bandjax is not installed with its script."""
+    beside = Path(sys.executable).with_name("bandjax")
+    if beside.is_file():
+        return beside
+    found = shutil.which("bandjax")
+    return Path(found) if found else None
+
+
+def _console_once(script: Path, argv, at_s, cwd):
+    """(status, stderr, whether the command was still running when SIGINT was sent)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "BANDJAX_REPORT_TEST_SIZE": "small"}
+    with _children_start_with_default_sigint():
+        p = subprocess.Popen([str(script), *map(str, argv)], cwd=cwd, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(at_s)
+    running = p.poll() is None
+    p.send_signal(signal.SIGINT)
+    try:
+        _, err = p.communicate(timeout=120)  # a hang guard, not a speed check
+    except subprocess.TimeoutExpired:  # pragma: no cover - a hang is the failure
+        p.kill()
+        p.communicate()
+        pytest.fail(f"bandjax {argv} interrupted at {at_s} s did not end within 120 s")
+    return p.returncode, err.decode(), running
+
+
+def _in_interpreter_start(rc: int, err: str) -> bool:
+    """SIGINT landed before any of bandjax's code ran: before Python had a handler (killed by the
+    signal, silently) or while site-packages or the script's own first line loaded (a traceback
+    with no frame in the bandjax package)."""
+    return (rc == -signal.SIGINT and not err.strip()) or (
+        "KeyboardInterrupt" in err and "/bandjax/" not in err)
+
+
+@pytest.mark.slow
+def test_console_script_interrupted_at_any_moment_on_busy_cores(tmp_path):
+    # The installed script imports bandjax.cli (every command module, the units) before main()
+    # runs; a Ctrl-C during those imports must already be one line and status 130. Both cores
+    # are kept busy so the imports take long enough for several moments to land in them.
+    script = _console_script()
+    if script is None:
+        pytest.skip("no installed `bandjax` script beside this interpreter or on PATH")
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        for at_s in CONSOLE_MOMENTS_S:
+            for attempt in range(3):
+                out = tmp_path / f"out-{at_s}-{attempt}"
+                rc, err, running = _console_once(script, ["report", "--quiet", "--out", out], at_s,
+                                                 tmp_path)
+                if not _in_interpreter_start(rc, err):
+                    break
+                assert at_s < PAST_START_S, (at_s, rc, err)
+            else:
+                continue  # three times in the interpreter's own start: nothing of bandjax's ran
+            assert running, f"the small report ended before {at_s} s: move the moments earlier"
+            assert rc == 130, (at_s, rc, err)
+            assert "Traceback" not in err and err.count("\n") == 1 and err.endswith("interrupted\n"), \
+                (at_s, err)
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
