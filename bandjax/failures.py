@@ -130,13 +130,11 @@ def rounds_ettr(sc: Scenario, round_s, *, variant_axis: bool = True) -> tuple:
 
     1 exactly where nothing fails."""
     at = col if variant_axis else jnp.asarray
-    r = at(sc.failure_rate_per_hour / SECONDS_PER_HOUR)
-    pos = r > 0
+    # linear in r: at r = 0 exactly 1 - 0 = 1, and the slope there is the right one
+    per_worker = at(sc.workers_per_dc * sc.failure_rate_per_hour / SECONDS_PER_HOUR)
     mean, most = restore_s(sc)
-    per_worker = at(sc.workers_per_dc) * _safe(r, pos)
     base = at(sc.restart_s) + round_s
-    ettr = jnp.where(pos, 1.0 - per_worker * (base + at(mean)), 1.0)
-    return ettr, jnp.where(pos, per_worker * (base + at(most)), 0.0)
+    return 1.0 - per_worker * (base + at(mean)), per_worker * (base + at(most))
 
 
 def ettr_parts(sc: Scenario, step_s, H, *, variant_axis: bool = True, stop=None) -> tuple:

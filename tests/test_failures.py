@@ -143,7 +143,13 @@ def test_gradients_against_finite_differences():
         return F.stop_ettr(dataclasses.replace(sc, failure_rate_per_hour=rate, checkpoint_write_s=w))[0]
 
     check_grads(ettr, (LLAMA3, 60.0), order=1, modes=["rev"], eps=1e-9, rtol=1e-4)
-    # and at a rate of 0 the gradient is finite (the guarded branches)
+    # a replica's ETTR is linear in the rate: its slope at 0 is the right one, -n (u0 + restore +
+    # round) / 3600 an hour
+    rounds = jax.grad(lambda r: F.rounds_ettr(dataclasses.replace(sc, failure_rate_per_hour=r),
+                                              np.array([120.0]))[0][0])(0.0)
+    restore = float(sc.params) * 4.0 / float(sc.wan_Bps)
+    assert float(rounds) == pytest.approx(-8192 * (600 + restore + 120) / 3600, rel=1e-12)
+    # and at a rate of 0 the stop rule's gradient is finite (the guarded branches)
     g = jax.grad(lambda r: F.stop_ettr(dataclasses.replace(sc, failure_rate_per_hour=r))[0])(0.0)
     assert np.isfinite(float(g))
 
@@ -294,3 +300,30 @@ def test_cli_goodput_bad_input(capsys, argv, fragment):
     assert main(["goodput", *argv]) == EXIT_ERROR
     err = capsys.readouterr().err
     assert fragment in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("variant, rule, rate", [("adamw", "stop", 2e-5), ("diloco", "rounds", 1e-4)])
+def test_the_engine_agrees_with_the_closed_forms_at_a_scenario(variant, rule, rate):
+    # The sweep's ETTR (bandjax.failures) against a long seeded run of the failure engine on the
+    # same point: its restore (P b / B) and round (H x step) from the sweep. The bound is the one
+    # events.failures states and measured: x^2 / 2 (x the failure-rate product, <= 0.1 here)
+    # plus 4 standard errors of the run.
+    from events.failures import simulate_failures
+
+    sc = _gpus(4096, dcs=4, rate=rate).with_variants(bandjax.METHODS)
+    ds = bandjax.sweep(sc, variant=variant, quantities=("ettr", "step_s", "checkpoint_interval_s"))
+    lam = 4096 * rate / 3600
+    step = float(ds["step_s"])
+    H = sc.variant(variant).sync_every or 1
+    restore = float(sc.params) * 4.0 / float(sc.wan_Bps)
+    common = dict(workers=(1024,) * 4, failure_rate_per_hour=rate, restart_s=600.0,
+                  duration_s=40_000 / lam, seed=1)
+    if rule == "stop":
+        x = lam * (600 + float(ds["checkpoint_interval_s"]))
+        run = simulate_failures("stop", checkpoint_write_s=60.0, **common)
+    else:
+        x = 1024 * rate / 3600 * (600 + restore + H * step)
+        run = simulate_failures("rounds", restore_s=restore, round_s=H * step, **common)
+    assert x < 0.1
+    assert run.ettr_first_order == pytest.approx(float(ds["ettr"]), rel=1e-9)
+    assert abs(run.ettr - float(ds["ettr"])) <= x ** 2 / 2 + 4 * run.ettr_se
