@@ -828,8 +828,34 @@ def statistics(JtJ, chi2, rows: Rows, p: int):
     return cov, cond, q, misfit_p, scaled
 
 
+def distinct_rows(rows: Rows) -> int:
+    """How many rows differ in their setting (variant and fields): repeats of one setting, in one
+    row or in several, measure the noise, not the model."""
+    columns = [rows.variant, *(rows.fields[k] for k in sorted(rows.fields))]
+    return len({tuple(float(c[i]) for c in columns) for i in range(len(rows))})
+
+
+def check_enough_rows(rows: Rows, names: Sequence[str], force: bool = False) -> None:
+    """Refuse a fit of P parameters to P or fewer distinct settings: it has no degree of freedom
+    left to tell the parameters' errors (a fit of 3 parameters to 3 rows passes through them
+    exactly, whatever the parameters, and its intervals run from 0 to inf). ``force``: a
+    :class:`CalibrationWarning` instead."""
+    k = distinct_rows(rows)
+    if k > len(names):
+        return
+    message = (f"{k} distinct row{'s' if k != 1 else ''} cannot fit {len(names)} parameter"
+               f"{'s' if len(names) != 1 else ''} ({', '.join(names)}): a fit needs more distinct "
+               f"rows (settings of the variant and fields; repeats of one setting count once) than "
+               f"parameters, at least {len(names) + 1}; measure more settings or fit fewer "
+               "parameters")
+    if not force:
+        raise CalibrationError(message)
+    warnings.warn(message + "; fitted anyway (force), its errors are not to be trusted",
+                  CalibrationWarning, stacklevel=3)
+
+
 def calibrate(measurements, fit: Sequence[str], scenario: Scenario | None = None, *,
-              start: dict | None = None) -> Calibration:
+              start: dict | None = None, force: bool = False) -> Calibration:
     """Fit scenario parameters to measured step times (weighted nonlinear least squares).
 
     Args:
@@ -847,13 +873,20 @@ def calibrate(measurements, fit: Sequence[str], scenario: Scenario | None = None
         GPU rate ``gpu_peak_FLOPs`` at the scenario's utilisation: c = F / (peak x utilisation)).
       scenario: everything that is not fitted and the start of what is (default: the reference).
       start: start values (SI units) by parameter, instead of the scenario's.
+      force: fit even where the rows have no more distinct settings than there are parameters
+        (a :class:`CalibrationWarning` instead of the :class:`CalibrationError`).
 
     Returns:
       :class:`Calibration`. Issues a :class:`CalibrationWarning` (one line naming the worst rows)
       when repeats show the rows do not fit within their noise; the errors are then scaled.
+
+    Raises:
+      CalibrationError: a table that cannot be read or checked, or no more distinct rows than
+        parameters (:func:`check_enough_rows`) unless ``force``.
     """
     problem, x0 = setup(measurements, fit, scenario, start)
     rows = problem.rows
+    check_enough_rows(rows, problem.names, force)
     x, JtJ, chi2, ok = jax.jit(problem.solve)(jnp.asarray(problem.search(x0)),
                                               jnp.asarray(rows.y), jnp.asarray(rows.sigma))
     x, JtJ = np.asarray(x), np.asarray(JtJ)

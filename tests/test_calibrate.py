@@ -464,3 +464,47 @@ def test_rows_too_small_to_weigh_are_refused_by_name():
     with pytest.raises(C.CalibrationError, match=r"the rows cannot be weighed: the smallest step "
                                                  r"time is 9\.88e-324 s"):
         bandjax.calibrate(rows, fit=["d.adamw"])
+
+
+# --------------------------------------------------------------------------- too few rows
+
+
+def _rows_from_the_model(settings, noise=0.005, seed=3):
+    """Rows made from the closed forms at a known truth (d.adamw 0.12 ms, a GPU 10% slower, 40
+    GB/s ports), with ``noise`` per run: the same as docs/calibration.md's runs.csv."""
+    sc = bandjax.reference()
+    truth = sc.replace(worker_port_Bps=40e9, gpu_peak_FLOPs=sc.gpu_peak_FLOPs * 0.9)
+    truth = truth.replace(fixed_s={**truth.fixed_s, "adamw": 0.12e-3})
+    rng = np.random.default_rng(seed)
+    rows = []
+    for v, bandwidth, dcs in settings:
+        s = truth.replace(wan_Bps=bandwidth * 1e9, dcs=float(dcs))
+        step = float(bandjax.step_s(s)[s.ids.index(v)])
+        rows.append({"variant": v, "bandwidth": bandwidth, "dcs": dcs,
+                     "step_s": list(step * (1 + noise * rng.standard_normal(3)))})
+    return rows
+
+
+def test_no_more_distinct_rows_than_parameters_is_refused():
+    rows = _rows_from_the_model([("adamw", 12.5, 2), ("adamw", 1.0, 2), ("band_switch", 1.0, 2)])
+    fit = ["d.adamw", "gpu", "worker_port"]
+    with pytest.raises(C.CalibrationError, match=r"3 distinct rows cannot fit 3 parameters "
+                                                  r"\(fixed_s.adamw, gpu_peak_FLOPs, worker_port_Bps\)"):
+        C.calibrate(rows, fit)
+    # repeats of one setting in rows of their own count once
+    with pytest.raises(C.CalibrationError, match="2 distinct rows cannot fit 2 parameters"):
+        C.calibrate(rows[:2] + rows[:2], ["d.adamw", "gpu"])
+    with pytest.warns(C.CalibrationWarning, match="fitted anyway"):
+        C.calibrate(rows, fit, force=True)
+
+
+def test_the_docs_example_fits_and_its_intervals_hold_the_truth():
+    # the settings of docs/calibration.md's runs.csv (over bandwidth, model and DCs there; here
+    # bandwidth and DCs) give a fit whose intervals hold the values the rows were made with
+    rows = _rows_from_the_model([("adamw", 12.5, 2), ("adamw", 12.5, 4), ("adamw", 1.0, 2),
+                                 ("adamw", 50.0, 2), ("band_switch", 1.0, 2), ("band_switch", 12.5, 4)])
+    cal = C.calibrate(rows, ["d.adamw", "gpu", "worker_port"])
+    truth = {"fixed_s.adamw": 0.12e-3, "gpu_peak_FLOPs": 0.9 * bandjax.reference().gpu_peak_FLOPs,
+             "worker_port_Bps": 40e9}
+    for i, name in enumerate(cal.names):
+        assert cal.interval[i, 0] < truth[name] < cal.interval[i, 1], name

@@ -25,8 +25,9 @@ def register_cli(sub) -> None:
                    "the estimates' covariance in its [uncertain] table (refused when the rows do "
                    "not identify the parameters, unless --force)")
     p.add_argument("--force", action="store_true",
-                   help="with --write: write the fitted scenario even when the parameters are not "
-                        "identifiable (then without a covariance)")
+                   help="fit even with no more distinct rows than parameters (a warning instead of "
+                        "an error); with --write: write the fitted scenario even when the "
+                        "parameters are not identifiable (then without a covariance)")
     scenario_arg(p)
     p.set_defaults(func=_calibrate_cli)
 
@@ -37,10 +38,13 @@ def _calibrate_cli(args) -> int:
     from ..calibration import CalibrationError, CalibrationWarning, calibrate
     from .args import load_scenario
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", CalibrationWarning)  # the table prints it
-        cal = calibrate(args.file, args.fit, load_scenario(args))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CalibrationWarning)
+        cal = calibrate(args.file, args.fit, load_scenario(args), force=getattr(args, "force", False))
     print(cal.table())
+    for w in caught:  # the table prints the fit's own warning; any other is printed here
+        if issubclass(w.category, CalibrationWarning) and str(w.message) not in cal.warning:
+            print(f"warning: {w.message}")
     if args.write and not cal.identifiable and not getattr(args, "force", False):
         raise CalibrationError(f"--write {args.write}: not written, the rows do not identify "
                                f"{', '.join(cal.names)} (see above); give --force to write it anyway")
