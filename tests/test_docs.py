@@ -130,3 +130,26 @@ def test_the_index_lists_every_command_of_the_cli_page():
                if line.startswith("| [Command line](cli.md)"))
     assert len(commands) >= 7
     assert [c for c in commands if f"`{c}`" not in row and f"`bandjax {c}`" not in row] == []
+
+
+def test_the_index_names_every_model_section_and_command():
+    # docs/index.md says which sections the model page has and which commands there are: both
+    # are read from the code and the page, so the index cannot go stale
+    from bandjax.cli import build_parser
+
+    index = (DOCS / "index.md").read_text(encoding="utf-8")
+    first, last = (int(x) for x in re.search(r"sections (\d+) to (\d+)", index).groups())
+    assert (first, last) == (min(_model_headings()), max(_model_headings()))
+    commands = set(build_parser()._subparsers._group_actions[0].choices)
+    row = next(line for line in index.splitlines() if line.startswith("| [Command line]"))
+    listed = {a or b for a, b in re.findall(r"`bandjax (\w+)`|`(\w+)`", row)}
+    assert listed == commands
+
+
+def test_the_readme_lists_every_model_preset():
+    from bandjax.scenario import PRESETS
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    listed = re.search(r"`\[model\]\s+model = \"llama3-8b\"`[^:]*:\s*([^.]+)\.", readme)
+    assert listed is not None
+    assert [x.strip() for x in listed.group(1).split(",")] == list(PRESETS)
