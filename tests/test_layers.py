@@ -20,7 +20,7 @@ LAYERS = (
     ("links as data", ("bandjax.links",)),
     ("uncertain inputs as data", ("bandjax.distributions",)),
     ("scenario", ("bandjax.scenario", "bandjax.names", "bandjax.labels")),
-    ("closed forms", ("bandjax._jax", "bandjax.phases", "bandjax.step", "bandjax.metrics",
+    ("closed forms", ("bandjax._jax", "bandjax.phases", "bandjax.stragglers", "bandjax.step", "bandjax.metrics",
                       "bandjax.queueing", "bandjax.roots")),
     ("labelled sweeps", ("bandjax.grid", "bandjax.sweepargs")),
     ("questions", ("bandjax.winmap", "bandjax.breakeven", "bandjax.sensitivity",
