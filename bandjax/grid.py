@@ -46,7 +46,7 @@ DTYPES = ("float64", "float32")  # the precision of a sweep's or a winner map's 
 _ATTRS = {
     "step_s": {"units": "s", "long_name": "step time"},
     "gpu_s": {"units": "s", "long_name": "GPU compute per step"},
-    "comm_s": {"units": "s", "long_name": "communication per step (everything but GPU compute, d included)"},
+    "comm_s": {"units": "s", "long_name": "everything per step but the mean GPU compute: communication, d and the wait for the slowest worker"},
     "compute_utilisation": {"units": "1", "long_name": "compute utilisation: GPU compute per step / "
                                                        "step time (1: the network costs nothing)"},
     "time_to_target_s": {"units": "s", "long_name": "time to the target loss (steps x step time)",

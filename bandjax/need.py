@@ -43,7 +43,7 @@ from .grid import QUICK_CELLS, grid_coords, scenario_arrays, variant_coords
 from .links import scaling_note
 from . import failures as _failures
 from .scenario import Scenario, reference
-from .step import (COMPONENTS, STAGES, col, fragment_parts_s, step_s, sum_parts, sync_method,
+from .step import (STAGES, SYNC_COMPONENTS, col, fragment_parts_s, step_s, sum_parts, sync_method,
                    traffic_B, wan_link_terms_s, window_s)
 from .sweepargs import parse
 
@@ -56,10 +56,10 @@ STATUS_MEANINGS = "reached not_reachable below_range"
 # what caps a target that is not reachable (index into CAPS; NONE where it is reachable)
 CAPS = ("none", "latency", "d", "module", "ports", "compute", "range", "failures")
 _NONE, _LATENCY, _D, _MODULE, _PORTS, _COMPUTE, _RANGE, _FAILURES = range(len(CAPS))
-# the terms of a fragment sync (COMPONENTS after c) grouped by the cap they name
+# the terms of a fragment sync (SYNC_COMPONENTS) grouped by the cap they name
 _GROUPS = {"latency": ("wan_latency",), "d": ("fixed",),
            "module": tuple(f"module_{s}" for s in STAGES), "ports": ("qsfp", "port")}
-_AT = {name: i for i, name in enumerate(COMPONENTS[1:])}
+_AT = {name: i for i, name in enumerate(SYNC_COMPONENTS)}
 
 
 def _needed_per_link(sc: Scenario, m, W, groups, c, u):

@@ -34,6 +34,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+# The families a worker's compute time X may straggle by (docs/model.md section 16); the
+# ``straggler`` leaf is the index of one, as ``topology`` is of TOPOLOGIES.
+STRAGGLERS = ("none", "exponential", "lognormal")
+
 # Model-size presets: parameter counts (synced; every byte term scales with them).
 PRESETS: dict[str, float] = {
     "study": 7_916_736.0,  # the study's model (docs/model.md section 2)
@@ -171,11 +175,17 @@ FIELDS: dict[str, tuple[str, str, str, str]] = {
     "sync_every_H": ("sync", "every_H", "count", "sync every H steps: communication / H (steps to target assumed unchanged)"),
     "wan_message_B": ("shared_wan", "message_bytes", "bytes", "the sync's WAN bytes go as messages of this size, one after another (event engine)"),
     "background_B": ("shared_wan", "background_bytes", "bytes", "size of other jobs' Poisson transfers on each WAN link (event engine)"),
+    "straggler": ("stragglers", "family", "straggler", "how a worker's compute time X (mean 1) straggles: "
+                  "none, exponential (X = 1 - s + s Exp(1)) or lognormal (ln X ~ Normal(-s^2/2, s^2))"),
+    "straggler_s": ("stragglers", "s", "count", "the tail: share s in [0, 1] (exponential) or sigma "
+                    ">= 0 (lognormal)"),
     "failure_rate_per_hour": ("failures", "rate", "per_hour", "each worker fails as a Poisson process at this rate (0: nothing fails)"),
     "restart_s": ("failures", "restart", "time", "u0: from a failure to the job (or replica) running again"),
     "checkpoint_write_s": ("failures", "checkpoint_write", "time", "w: one blocking checkpoint write (a job that stops on any failure)"),
     "restore_bytes_per_param": ("failures", "restore_bytes_per_param", "count", "b: bytes a parameter a failed replica copies from a peer over the WAN"),
 }
+# Fields that are a choice among words: the leaf is the word's index in its tuple.
+CHOICES: dict[str, tuple[str, ...]] = {"topology": TOPOLOGIES, "straggler": STRAGGLERS}
 # A leaf outside FIELDS: None (the default) means "the same as params", so replacing only params
 # keeps a dense model dense. Sets c and the energy's FLOPs; params sets every byte term.
 ACTIVE = ("model", "active_params")
@@ -211,6 +221,8 @@ LIMITS: dict[str, tuple] = {
     "workers_per_dc": (1.0, True, math.inf, False, True, False),
     "dcs": (2.0, True, math.inf, False, True, False),
     "topology": (0.0, True, 1.0, True, True, False),
+    "straggler": (0.0, True, float(len(STRAGGLERS) - 1), True, True, False),
+    "straggler_s": _NONNEGATIVE,
     "failure_rate_per_hour": _NONNEGATIVE, "restart_s": _NONNEGATIVE, "checkpoint_write_s": _NONNEGATIVE,
 }
 
@@ -222,17 +234,29 @@ def _where(name: str) -> str:
 
 def _shown(name: str, value: float):
     dim = FIELDS[name][2]
-    if dim == "topology":
-        return TOPOLOGIES[int(value)] if value in (0.0, 1.0) else value
+    if dim in CHOICES:
+        words = CHOICES[dim]
+        return words[int(value)] if value in range(len(words)) else value
     return format_quantity(value, dim)
+
+
+def choice_index(name: str, value):
+    """A choice field's leaf from its word (``"mesh"`` -> 1.0); any other value as it is (checked
+    by :func:`check_field`). The error names the field, the word and the words allowed."""
+    if not isinstance(value, str):
+        return value
+    words = CHOICES[FIELDS[name][2]]
+    if value not in words:
+        raise ScenarioError(f"{_where(name)} = {value!r} is not known; allowed: {', '.join(words)}")
+    return float(words.index(value))
 
 
 def allowed_text(name: str) -> str:
     """What ``name`` allows, in words and the file's units."""
     lo, lo_ok, hi, hi_ok, whole, inf_ok = LIMITS[name]
     dim = FIELDS[name][2]
-    if dim == "topology":
-        return f"one of {', '.join(repr(t) for t in TOPOLOGIES)}"
+    if dim in CHOICES:
+        return f"one of {', '.join(repr(t) for t in CHOICES[dim])}"
     unit = format_quantity(1.0, dim)
     unit = unit.split(" ", 1)[1] if isinstance(unit, str) else ""
     kind = "a whole number " if whole else ""
@@ -258,7 +282,7 @@ def check_field(name: str, value, *, whole: bool = True) -> None:
     if x is None:
         return
     lo, lo_ok, hi, hi_ok, must_be_whole, inf_ok = LIMITS[name]
-    must_be_whole = must_be_whole and (whole or name == "topology")
+    must_be_whole = must_be_whole and (whole or FIELDS[name][2] in CHOICES)
     # comparisons with NaN are False (no warning): a NaN fails the range tests
     good = (x >= lo) if lo_ok else (x > lo)
     good &= ((x <= hi) if hi_ok else (x < hi)) | ((x == math.inf) if inf_ok else False)
@@ -389,6 +413,8 @@ class Scenario:
     sync_every_H: Any = 1.0
     wan_message_B: Any = 1e6
     background_B: Any = 1e6
+    straggler: Any = 0.0  # none (STRAGGLERS)
+    straggler_s: Any = 0.0
     failure_rate_per_hour: Any = 0.0
     restart_s: Any = 600.0
     checkpoint_write_s: Any = 60.0
@@ -442,12 +468,8 @@ class Scenario:
             changes["gpu_peak_FLOPs"] = (get("flops_per_param_token")
                                          * (get("params") if active is None else active)
                                          * get("tokens_per_worker") / (c * get("utilisation")))
-        if isinstance(changes.get("topology"), str):  # "ring" / "mesh": the leaf is its index
-            topology = changes["topology"]
-            if topology not in _variants.TOPOLOGIES:
-                raise ScenarioError(f"[cluster] topology = {topology!r} is not known; allowed: "
-                                    f"{', '.join(_variants.TOPOLOGIES)}")
-            changes["topology"] = float(_variants.TOPOLOGIES.index(topology))
+        for name in [k for k in changes if k in FIELDS and FIELDS[k][2] in CHOICES]:
+            changes[name] = choice_index(name, changes[name])  # a word ("mesh"): the leaf its index
         links = changes.get("links", self.links)
         if links is not None and "dcs" in changes:
             dcs = changes["dcs"]
@@ -685,14 +707,24 @@ def check_overrides(sc: Scenario, leaves: dict) -> None:
 
 
 RELATED_FIELDS = frozenset({"budget_low_FLOPs", "budget_high_FLOPs", "params",
-                            "dense_bytes_per_param", "topk_bytes_per_value"})
+                            "dense_bytes_per_param", "topk_bytes_per_value", "straggler",
+                            "straggler_s"})
 """The numeric fields that :func:`_check_relations` reads (besides the variants, which no sweep
 overrides)."""
 
 
 def _check_relations(sc: Scenario) -> None:
-    """What holds between fields: budget_low <= budget_high, and the byte counts derived from
-    the parameters finite (params = 1e308 would make the dense delta inf bytes)."""
+    """What holds between fields: budget_low <= budget_high, the byte counts derived from the
+    parameters finite (params = 1e308 would make the dense delta inf bytes), and an exponential
+    straggler's tail share at most 1 (at every point of a sweep of either)."""
+    tail = _concrete_floats(sc.straggler, sc.straggler_s)
+    if tail is not None:
+        family, s = np.broadcast_arrays(*tail)
+        bad = (family == STRAGGLERS.index("exponential")) & ~(s <= 1.0)
+        if np.any(bad):
+            raise ScenarioError(f"[stragglers] s = {float(s[bad][0])!r} with family = 'exponential': "
+                                "an exponential tail share must be in [0, 1] (s is sigma, >= 0, "
+                                "only for family = 'lognormal')")
     pair = _concrete_floats(sc.budget_low_FLOPs, sc.budget_high_FLOPs)
     if pair is not None and not np.all(pair[0] <= pair[1]):
         raise ScenarioError(f"[module] budget_low = {format_quantity(float(np.max(pair[0])), 'flop_rate')!r} "
@@ -831,8 +863,8 @@ def to_toml_dict(sc: Scenario) -> dict:
         value = float(getattr(sc, name))
         if name == "budget_FLOPs" and math.isinf(value):
             out.setdefault(section, {})[key] = "free"
-        elif dim == "topology":
-            out.setdefault(section, {})[key] = TOPOLOGIES[int(value)]
+        elif dim in CHOICES:
+            out.setdefault(section, {})[key] = CHOICES[dim][int(value)]
         else:
             out.setdefault(section, {})[key] = format_quantity(value, dim)
     # c, derived (for readers of the file); on load it must agree with the peak and utilisation
@@ -1066,10 +1098,11 @@ def from_toml_dict(data: dict) -> Scenario:
                 raise ScenarioError(f"[{section}] {key} is not a known key; allowed: {', '.join(allowed)}")
             if name == "budget_FLOPs" and value == "free":
                 changes[name] = math.inf
-            elif FIELDS[name][2] == "topology":
-                if value not in TOPOLOGIES:
+            elif FIELDS[name][2] in CHOICES:
+                words = CHOICES[FIELDS[name][2]]
+                if value not in words:
                     raise ScenarioError(f"[{section}] {key} = {value!r}: must be {allowed_text(name)}")
-                changes[name] = float(TOPOLOGIES.index(value))
+                changes[name] = float(words.index(value))
             else:
                 changes[name] = parse(f"[{section}] {key}", value, FIELDS[name][2])
     gpu = data.get("model", {}).get("gpu")

@@ -19,18 +19,23 @@ import numpy as np
 
 from . import links as _links
 from . import phases as _phases
+from . import stragglers as _stragglers
 from . import variants as _v
 from .scenario import Scenario
 
 STAGES = _phases.STAGES
-# The terms of a step, in the order of docs/model.md section 5 and the hot-spot names of section 7.
-COMPONENTS = ("gpu_compute", "module_port", "module_optics", "module_compute", "module_fpga",
-              "qsfp", "port", "wan", "wan_latency", "fixed")
+# The terms of one sync, in the order of docs/model.md section 5 (:func:`comm_parts_s`).
+SYNC_COMPONENTS = ("module_port", "module_optics", "module_compute", "module_fpga", "qsfp", "port",
+                   "wan", "wan_latency", "fixed")
+# The terms of a step and the hot-spot names of section 7: the mean GPU compute, the sync's terms,
+# and the wait for the slowest worker (section 16; last, so a sync's terms keep their places).
+COMPONENTS = ("gpu_compute", *SYNC_COMPONENTS, "straggle")
 COMPONENT_LABELS = {
     "gpu_compute": "GPU compute", "module_port": "module port", "module_optics": "module optics",
     "module_compute": "module compute", "module_fpga": "module fpga",
     "qsfp": "band through the module port", "port": "worker port", "wan": "WAN",
     "wan_latency": "WAN latency", "fixed": "fixed time d (calibrated)",
+    "straggle": "waiting for the slowest worker",
 }
 _WAN = COMPONENTS.index("wan")
 
@@ -264,7 +269,7 @@ def fragment_parts_s(sc: Scenario, parts=None, method: Method | None = None, *,
     # equals the whole one bit for bit.
     F, one = jax.lax.optimization_barrier((jnp.asarray(F), jnp.ones_like(jnp.asarray(F))))
     return tuple(p / (F if name in BYTE_COMPONENTS else one)
-                 for name, p in zip(COMPONENTS[1:], parts))
+                 for name, p in zip(SYNC_COMPONENTS, parts))
 
 
 def window_s(c, overlap, delay=0.0):
@@ -286,9 +291,28 @@ def rounds_step_s(c, comm_frag, overlap, m: Method):
     return c + (exposed if _ones(m.fragments) else m.fragments * exposed) / m.H
 
 
+def inner_compute_s(sc: Scenario, method: Method | None = None):
+    """The compute part of an inner step, c' = c M, s, broadcastable to (..., variant)
+    (docs/model.md section 16, equal sites): M = 1 where nothing straggles, mu_N at H = 1 and
+    mu_n + sigma_n e_K / sqrt(H) at H > 1, H each variant's own
+    (:func:`bandjax.stragglers.equal_sites_factor`).
+
+    The family is a leaf, so it is a select and a sweep over it is one compiled call; where it is
+    "none" M is exactly 1 and c M is c bit for bit. A concrete "none" (outside jit) returns c
+    itself, without the quadrature."""
+    c = col(sc.gpu_compute_s)
+    if _zeros(sc.straggler):
+        return c
+    m = sync_method(sc) if method is None else method
+    M = _stragglers.equal_sites_factor(col(sc.straggler), col(sc.straggler_s), col(sc.workers_per_dc),
+                                       col(sc.dcs), m.H)
+    return c * M
+
+
 def step_parts_s(sc: Scenario, *, method: Method | None = None, frag=None) -> tuple:
-    """(c, *communication terms): the terms of :func:`step_terms_s`, the communication ones
-    scaled by their exposed share, so they sum to the step (:func:`comm_parts_s` for one sync's).
+    """(c, *communication terms, wait for the slowest worker): the terms of
+    :func:`step_terms_s`, the communication ones scaled by their exposed share, so they sum to the
+    step (:func:`comm_parts_s` for one sync's). The wait is c' - c (:func:`inner_compute_s`).
 
     ``method`` (:func:`sync_method`'s) and ``frag`` (:func:`fragment_parts_s`'s): of ``sc``, where
     the caller already has them (as :func:`bandjax.metrics.evaluate` does); each None is computed
@@ -296,13 +320,14 @@ def step_parts_s(sc: Scenario, *, method: Method | None = None, frag=None) -> tu
     """
     c = col(sc.gpu_compute_s)
     m = sync_method(sc) if method is None else method
+    cs = inner_compute_s(sc, m)
     frag = fragment_parts_s(sc, method=m) if frag is None else frag
     total = sum_parts(frag)
-    exposed = exposed_s(c, total, col(sc.overlap_fraction), m.delay)
+    exposed = exposed_s(cs, total, col(sc.overlap_fraction), m.delay)
     # Hot spots split the exposed communication over its terms in proportion.
     share = jnp.where(total > 0, exposed / jnp.where(total > 0, total, 1.0), 0.0)
     scale = share / m.H if _ones(m.fragments) else share * m.fragments / m.H
-    return (c, *(p * scale for p in frag))
+    return (c, *(p * scale for p in frag), cs - c)
 
 
 def step_terms_s(sc: Scenario):
@@ -315,7 +340,8 @@ def step_terms_s(sc: Scenario):
     WAN(p) = bytes per directed link / B + hops x latency (:mod:`bandjax.variants`), N = K n. Only
     the module's binding stage holds time. With syncs in rounds (H, tau, F of each variant, docs/
     model.md section 14) the communication terms are scaled so that they sum to
-    F max(0, comm_frag - (f + tau) c) / H.
+    F max(0, comm_frag - (f + tau) c') / H. The last component is the wait for the slowest worker,
+    c' - c (section 16; 0 where nothing straggles).
     """
     return jnp.stack(jnp.broadcast_arrays(*step_parts_s(sc)), axis=-1)
 
@@ -373,16 +399,17 @@ def sum_parts(parts):
 
 
 def step_s(sc: Scenario, *, method: Method | None = None, frag=None):
-    """Step time of every variant, shape (..., variant), s: c + F max(0, comm_frag - (f + tau) c) / H,
-    comm_frag = one sync's byte terms / F + latency + d (docs/model.md section 14).
+    """Step time of every variant, shape (..., variant), s: c' + F max(0, comm_frag - (f + tau) c') / H,
+    comm_frag = one sync's byte terms / F + latency + d (docs/model.md section 14), c' the compute
+    part of an inner step (:func:`inner_compute_s`: c where nothing straggles, section 16).
 
     ``method`` and ``frag``: as in :func:`step_parts_s` (None: computed here)."""
-    c = col(sc.gpu_compute_s)
     m = sync_method(sc) if method is None else method
     frag = fragment_parts_s(sc, method=m) if frag is None else frag
-    return rounds_step_s(c, sum_parts(frag), col(sc.overlap_fraction), m)
+    return rounds_step_s(inner_compute_s(sc, m), sum_parts(frag), col(sc.overlap_fraction), m)
 
 
 def compute_utilisation(sc: Scenario):
-    """Compute utilisation of every variant, c / step, shape (..., variant), unit 1."""
+    """Compute utilisation of every variant, c / step, shape (..., variant), unit 1: only the mean
+    compute c is useful, the wait for the slowest worker is not (docs/model.md section 16)."""
     return col(sc.gpu_compute_s) / step_s(sc)

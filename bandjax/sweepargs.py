@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .labels import COORD_ATTRS, as_list, as_values, budgets_FLOPs, is_dimension, models, positive
-from .scenario import (ACTIVE_PRESETS, BASES, DEFAULT_UTILISATION, FIELDS, GPUS, STUDY_GPU_FLOPs,
-                       Scenario, check_field, check_methods)
+from .scenario import (ACTIVE_PRESETS, BASES, CHOICES, DEFAULT_UTILISATION, FIELDS, GPUS,
+                       STUDY_GPU_FLOPs, Scenario, check_field, check_methods, choice_index)
 from .units import SI, ScenarioError
 from .variants import TOPOLOGIES
 
@@ -220,6 +220,12 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
         vals, _ = as_values(name, values)
         if name == "topology":
             raise ValueError("topology: give it as topology='ring' or 'mesh', not by number")
+        if FIELDS[name][2] in CHOICES:  # words ("lognormal"): the coordinates are the words
+            floats = [choice_index(name, x) for x in vals]
+            check_field(name, floats)
+            add(name, values, [CHOICES[FIELDS[name][2]][int(x)] for x in floats], {name: floats},
+                {"long_name": FIELDS[name][3].split(":")[0]})
+            continue
         if isinstance(vals, np.ndarray):  # a float array: as it is
             floats = vals
         elif set(map(type, vals)) <= {float, int}:  # plain numbers: at once
