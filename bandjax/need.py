@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from functools import partial
 
 from . import _jax  # 64-bit floats, the Scenario PyTree; compile options
 import jax
@@ -43,26 +44,27 @@ from .grid import QUICK_CELLS, grid_coords, scenario_arrays, variant_coords
 from .links import scaling_note
 from . import failures as _failures
 from .scenario import Scenario, reference
-from .step import (STAGES, SYNC_COMPONENTS, col, fragment_parts_s, step_s, sum_parts, sync_method,
-                   traffic_B, wan_link_terms_s, window_s)
+from .step import (STAGES, SYNC_COMPONENTS, col, fragment_parts_s, inner_compute_s, step_s,
+                   sum_parts, sync_method, traffic_B, wan_link_terms_s, window_s)
+from .stragglers import may_straggle
 from .sweepargs import parse
 
 DEFAULT_UTILISATION = (0.5, 0.8, 0.9, 0.95, 0.99)
 DEFAULT_RANGE_GBps = (0.1, 1000.0)
 
 # status of a needed bandwidth
-REACHED, NOT_REACHABLE, BELOW_RANGE = 0, 1, 2
-STATUS_MEANINGS = "reached not_reachable below_range"
+REACHED, NOT_REACHABLE, BELOW_RANGE, ABOVE_RANGE = 0, 1, 2, 3
+STATUS_MEANINGS = "reached not_reachable below_range above_range"
 # what caps a target that is not reachable (index into CAPS; NONE where it is reachable)
-CAPS = ("none", "latency", "d", "module", "ports", "compute", "range", "failures")
-_NONE, _LATENCY, _D, _MODULE, _PORTS, _COMPUTE, _RANGE, _FAILURES = range(len(CAPS))
+CAPS = ("none", "latency", "d", "module", "ports", "compute", "range", "failures", "stragglers")
+_NONE, _LATENCY, _D, _MODULE, _PORTS, _COMPUTE, _RANGE, _FAILURES, _STRAGGLERS = range(len(CAPS))
 # the terms of a fragment sync (SYNC_COMPONENTS) grouped by the cap they name
 _GROUPS = {"latency": ("wan_latency",), "d": ("fixed",),
            "module": tuple(f"module_{s}" for s in STAGES), "ports": ("qsfp", "port")}
 _AT = {name: i for i, name in enumerate(SYNC_COMPONENTS)}
 
 
-def _needed_per_link(sc: Scenario, m, W, groups, c, u):
+def _needed_per_link(sc: Scenario, m, W, groups, c, u, cs=None):
     """The closed form link by link (per-link values, docs/model.md section 15): (B*, reachable,
     cap groups with the latency of the link that needs the most room).
 
@@ -70,15 +72,20 @@ def _needed_per_link(sc: Scenario, m, W, groups, c, u):
     seconds at the scenario's B, b_ij its bandwidth relative to B); it fits where
     W / (B' b_ij) <= R_ij = H c (1/u - 1) / F + w - A' - lat_ij, so B' >= W / (b_ij R_ij), and
     B* is the largest over links. W / (B b_ij) is seconds at B, so W / (b_ij R_ij) is
-    B x (W / (B b_ij)) / R_ij.
+    B x (W / (B b_ij)) / R_ij. ``cs``: the compute part of an inner step where workers straggle
+    (None: c), in R = H (c/u - c') / F + (f + tau) c' - A' - lat_ij.
     """
     wan_s, lat_s = wan_link_terms_s(sc, traffic_B(sc))  # one sync's, (..., variant, link)
     F = jnp.asarray(m.fragments)[..., None]
     time_s = wan_s / F  # a fragment's bytes part on each link at the scenario's bandwidth
     rest = sum_parts([v for k, v in groups.items() if k != "latency"])
-    nd = max(jnp.ndim(rest), jnp.ndim(lat_s) - 1, jnp.ndim(wan_s) - 1, jnp.ndim(c))
-    base = m.H * c * (1 / u.reshape(u.shape + (1,) * nd) - 1) / m.fragments \
-        + window_s(c, col(sc.overlap_fraction), m.delay) - rest
+    nd = max(jnp.ndim(rest), jnp.ndim(lat_s) - 1, jnp.ndim(wan_s) - 1, jnp.ndim(c),
+             jnp.ndim(m.H), 0 if cs is None else jnp.ndim(cs))
+    uu = u.reshape(u.shape + (1,) * nd)
+    if cs is None:
+        base = m.H * c * (1 / uu - 1) / m.fragments + window_s(c, col(sc.overlap_fraction), m.delay) - rest
+    else:
+        base = m.H * (c / uu - cs) / m.fragments + window_s(cs, col(sc.overlap_fraction), m.delay) - rest
     R = base[..., None] - lat_s  # (utilisation, ..., variant, link)
     fits = R > 0
     some = jnp.all(fits, axis=-1)
@@ -98,52 +105,71 @@ def _split(sc: Scenario):
     return m, W, groups
 
 
-@jax.jit
-def needed_Bps(sc: Scenario, utilisation, lo_Bps, hi_Bps):
-    """The smallest WAN bandwidth in [lo, hi] at which each variant's compute utilisation reaches
-    ``utilisation``, with why where none does.
+@partial(jax.jit, static_argnames=("straggles",))
+def needed_Bps(sc: Scenario, utilisation, lo_Bps, hi_Bps, straggles: bool = False):
+    """The smallest WAN bandwidth at which each variant's compute utilisation reaches
+    ``utilisation``, with where it lies against the range [lo, hi] asked, and why where none does.
 
-        B* = W / R,   R = H c (1/u - 1) / F + (f + tau) c - A
+        B* = W / R,   R = H (c/u - c') / F + (f + tau) c' - A
+
+    (c' the compute part of an inner step, c where nothing straggles: R = H c (1/u - 1) / F +
+    (f + tau) c - A; docs/model.md sections 14 and 16). The closed form is exact wherever the
+    target is reachable at some bandwidth, inside the range or not: the status says where.
 
     Args:
       sc: the scenario; every numeric field may be an array, broadcasting with the rest.
       utilisation: targets u in (0, 1], any shape; the result has it in front of the scenario's
         batch shape and the variant axis.
       lo_Bps, hi_Bps: the range, B/s.
+      straggles (static): whether workers may straggle (:func:`bandjax.stragglers.may_straggle`
+        of the scenario); False runs the expression without c' (c' = c there exactly).
 
     Returns:
-      (bandwidth B/s, status, cap): bandwidth is NaN where not reachable and ``lo`` where the
-      target is met already at the range's bottom; status one of REACHED, NOT_REACHABLE,
-      BELOW_RANGE; cap an index into :data:`CAPS`.
+      (bandwidth B/s, status, cap): bandwidth is the closed form's B* wherever some bandwidth
+      reaches the target (0 where the sync sends no WAN bytes) and NaN where none does; status one
+      of REACHED (B* in the range), BELOW_RANGE (B* <= lo: met at the range's bottom already),
+      ABOVE_RANGE (B* > hi), NOT_REACHABLE (no bandwidth is enough); cap an index into
+      :data:`CAPS` (``range`` for ABOVE_RANGE, the capping term for NOT_REACHABLE).
     """
     m, W, groups = _split(sc)
     c = col(sc.gpu_compute_s)
+    cs = inner_compute_s(sc, m) if straggles else c
     u = jnp.asarray(utilisation, dtype=float)
+    window = window_s(cs, col(sc.overlap_fraction), m.delay)
     if sc.links is None:
         A = sum_parts(list(groups.values()))
-        u = u.reshape(u.shape + (1,) * jnp.ndim(A))
-        R = m.H * c * (1 / u - 1) / m.fragments + window_s(c, col(sc.overlap_fraction), m.delay) - A
+        # the targets go in front of every other axis (of any term: a swept H or tail too)
+        nd = max(jnp.ndim(x) for x in (A, c, cs, window, W, m.H, m.fragments))
+        u = u.reshape(u.shape + (1,) * nd)
+        allowed = m.H * (c / u - cs) if straggles else m.H * c * (1 / u - 1)
+        R = allowed / m.fragments + window - A
         some = R > 0
         B = W / jnp.where(some, R, 1.0)
         # no WAN bytes: any bandwidth is enough wherever the rest fits
         B = jnp.where(W > 0, B, 0.0)
     else:
-        B, some, groups = _needed_per_link(sc, m, W, groups, c, u)
+        B, some, groups = _needed_per_link(sc, m, W, groups, c, u, cs if straggles else None)
     over = some & (B > hi_Bps)
     below = some & (B <= lo_Bps)
-    status = jnp.where(~some | over, NOT_REACHABLE, jnp.where(below, BELOW_RANGE, REACHED))
+    status = jnp.where(~some, NOT_REACHABLE,
+                       jnp.where(over, ABOVE_RANGE, jnp.where(below, BELOW_RANGE, REACHED)))
     # what caps an unreachable target: the largest term of A, or the compute (nothing to hide behind)
     stacked = jnp.stack(jnp.broadcast_arrays(*groups.values()), axis=-1)
     biggest = 1 + jnp.argmax(stacked, axis=-1)  # _LATENCY + position in _GROUPS order
     term = jnp.where(jnp.max(stacked, axis=-1) > 0, biggest, _COMPUTE)
+    if straggles:  # the wait for the slowest worker alone leaves less than u: no bandwidth helps
+        term = jnp.where(col(sc.gpu_compute_s) / jnp.reshape(u, u.shape + (1,) * (jnp.ndim(term)
+                                                                               - jnp.ndim(u)))
+                         <= cs, _STRAGGLERS, term)
     cap = jnp.where(~some, term, jnp.where(over, _RANGE, _NONE))
-    bandwidth = jnp.where(status == NOT_REACHABLE, jnp.nan, jnp.where(below, lo_Bps, B))
+    bandwidth = jnp.where(some, B, jnp.nan)
     shape = jnp.broadcast_shapes(jnp.shape(bandwidth), jnp.shape(cap))
     return (jnp.broadcast_to(bandwidth, shape), jnp.broadcast_to(status, shape).astype(jnp.int8),
             jnp.broadcast_to(cap, shape).astype(jnp.int8))
 
 
-_needed_once = _jax.quick(needed_Bps)  # required_bandwidth's grids are evaluated once
+# required_bandwidth's grids are evaluated once
+_needed_once = _jax.quick(needed_Bps, static_argnames=("straggles",))
 
 GOODPUT_ITERATIONS = 64  # bisections in log B: the bracket shrinks 2^64-fold, below rounding
 
@@ -167,32 +193,38 @@ def _goodput_at(sc: Scenario, B):
     return jnp.diagonal(out, axis1=-2, axis2=-1)
 
 
-@jax.jit
-def needed_goodput_Bps(sc: Scenario, goodput, lo_Bps, hi_Bps):
-    """The smallest WAN bandwidth in [lo, hi] at which each variant's goodput (compute
-    utilisation x ETTR, docs/model.md section 17) reaches ``goodput``.
+GOODPUT_WIDEN = 1e6  # the bisection's bracket: the range asked, widened this much each way
+
+
+@partial(jax.jit, static_argnames=("straggles",))
+def needed_goodput_Bps(sc: Scenario, goodput, lo_Bps, hi_Bps, straggles: bool = False):
+    """The smallest WAN bandwidth at which each variant's goodput (compute utilisation x ETTR,
+    docs/model.md section 17) reaches ``goodput``, with where it lies against [lo, hi].
 
     Goodput never falls as B grows (the step shrinks, and with it a round and a replica's
-    restore), so the answer is the one crossing, found by bisection in log B
-    (:data:`GOODPUT_ITERATIONS` halvings: to rounding), vectorised over every target, grid point
-    and variant in one jitted call. Not a closed form: a replica's ETTR depends on B through
-    its round and its restore, and the stop rule's through nothing; a closed form per piece
-    exists but the bisection serves every topology and link table alike. Values only (no
-    implicit derivative).
+    restore), so the answer is the one crossing, found by bisection in log B over the range
+    widened :data:`GOODPUT_WIDEN`-fold each way (:data:`GOODPUT_ITERATIONS` halvings: to
+    rounding), vectorised over every target, grid point and variant in one jitted call. Not a
+    closed form: a replica's ETTR depends on B through its round and its restore; a closed form
+    per piece exists, but the bisection serves every topology and link table alike. Values only
+    (no implicit derivative).
 
-    Returns (bandwidth B/s, status, cap) as :func:`needed_Bps`: status REACHED, NOT_REACHABLE
-    or BELOW_RANGE (bandwidth = lo). The cap of a target not reached: ``range`` where the range's
-    top is too slow; the compute utilisation's own cap (latency, d, module, ports, compute) where
-    CU cannot reach the target at any bandwidth; else ``failures``: CU could, but the time lost
-    to failures leaves goodput short even at infinite bandwidth.
+    Returns (bandwidth B/s, status, cap) as :func:`needed_Bps`: the bandwidth found wherever the
+    widened bracket holds it (NaN where it lies beyond, or nowhere), status REACHED,
+    BELOW_RANGE, ABOVE_RANGE or NOT_REACHABLE. The cap of a target no bandwidth reaches: the
+    compute utilisation's own cap (latency, d, module, ports, compute) where CU cannot reach it
+    at any bandwidth; else ``failures``: CU could, but the time lost to failures leaves goodput
+    short even at infinite bandwidth. ``straggles``: as in :func:`needed_Bps`.
     """
     g = jnp.asarray(goodput, dtype=float)
     V = len(sc.variants)
-    at_hi = _goodput_at(sc, jnp.full((V,), hi_Bps, dtype=float))
-    at_lo = _goodput_at(sc, jnp.full((V,), lo_Bps, dtype=float))
-    g = g.reshape(g.shape + (1,) * jnp.ndim(at_hi))
+    bottom, top = lo_Bps / GOODPUT_WIDEN, hi_Bps * GOODPUT_WIDEN
+    at_top = _goodput_at(sc, jnp.full((V,), top, dtype=float))
+    g = g.reshape(g.shape + (1,) * jnp.ndim(at_top))
     at_inf = _goodput_at(sc, jnp.full((V,), jnp.inf))
-    lo, hi = jnp.log(lo_Bps) * jnp.ones_like(at_hi * g), jnp.log(hi_Bps) * jnp.ones_like(at_hi * g)
+    at_bottom = _goodput_at(sc, jnp.full((V,), bottom, dtype=float))
+    lo = jnp.log(bottom) * jnp.ones_like(at_top * g)
+    hi = jnp.log(top) * jnp.ones_like(at_top * g)
 
     def halve(_, bracket):
         lo, hi = bracket
@@ -201,20 +233,23 @@ def needed_goodput_Bps(sc: Scenario, goodput, lo_Bps, hi_Bps):
         return jnp.where(ok, lo, mid), jnp.where(ok, mid, hi)
 
     lo, hi = jax.lax.fori_loop(0, GOODPUT_ITERATIONS, halve, (lo, hi))
-    reached = at_hi >= g
-    below = at_lo >= g
-    status = jnp.where(~reached, NOT_REACHABLE, jnp.where(below, BELOW_RANGE, REACHED))
+    B = jnp.where(at_bottom >= g, bottom, jnp.exp(hi))
+    some = at_inf >= g
+    found = at_top >= g
+    over = some & (~found | (B > hi_Bps))
+    below = found & (B <= lo_Bps)
+    status = jnp.where(~some, NOT_REACHABLE,
+                       jnp.where(over, ABOVE_RANGE, jnp.where(below, BELOW_RANGE, REACHED)))
     # what caps it: the compute utilisation's own cap where CU itself cannot reach the target
     # at any bandwidth (goodput <= CU), else the failures where infinite bandwidth falls short
-    _, _, cu_cap = needed_Bps(sc, goodput, lo_Bps, hi_Bps)
-    cu_capped = (cu_cap != _NONE) & (cu_cap != _RANGE)
-    cap = jnp.where(reached, _NONE, jnp.where(at_inf >= g, _RANGE,
-                                              jnp.where(cu_capped, cu_cap, _FAILURES)))
-    bandwidth = jnp.where(~reached, jnp.nan, jnp.where(below, lo_Bps, jnp.exp(hi)))
+    _, cu_status, cu_cap = needed_Bps(sc, goodput, lo_Bps, hi_Bps, straggles)
+    cap = jnp.where(some, jnp.where(over, _RANGE, _NONE),
+                    jnp.where(cu_status == NOT_REACHABLE, cu_cap, _FAILURES))
+    bandwidth = jnp.where(found, B, jnp.nan)
     return bandwidth, status.astype(jnp.int8), cap.astype(jnp.int8)
 
 
-_needed_goodput_once = _jax.quick(needed_goodput_Bps)
+_needed_goodput_once = _jax.quick(needed_goodput_Bps, static_argnames=("straggles",))
 
 
 @jax.jit
@@ -276,11 +311,13 @@ def required_bandwidth(scenario: Scenario | None = None, utilisation=DEFAULT_UTI
 
     Returns:
       An ``xarray.Dataset`` over (utilisation, the swept dimensions, variant) with
-      ``required_bandwidth_GBps`` (GB/s; NaN where not reachable, the range's bottom where the
-      target is met there already), ``required_bandwidth_Gbitps`` (the same in Gbit/s),
-      ``status`` (``reached``, ``not_reachable``, ``below_range``: flag values and meanings) and
-      ``cap`` (what caps a target that is not reachable: latency, d, module, ports, compute or
-      range; ``none`` where it is reachable).
+      ``required_bandwidth_GBps`` (GB/s: the closed form's exact value wherever some bandwidth
+      reaches the target, in the range asked or not; NaN where none does),
+      ``required_bandwidth_Gbitps`` (the same in Gbit/s), ``status`` (``reached`` in the range,
+      ``below_range``, ``above_range``, ``not_reachable``: flag values and meanings) and ``cap``
+      (what caps a target that is not reachable: latency, d, module, ports, compute, stragglers
+      (the wait for the slowest worker alone), failures (goodput); ``range`` where it lies above
+      the range; ``none`` otherwise).
 
     With per-link values (``scenario.links``) the bandwidth is the slowest link's, every link
     scaled in proportion (``attrs["links_scaling"]`` says so); a mesh's answer is the largest of
@@ -304,7 +341,8 @@ def required_bandwidth(scenario: Scenario | None = None, utilisation=DEFAULT_UTI
         solve = _needed_goodput_once if small else needed_goodput_Bps
     else:
         solve = _needed_once if small else needed_Bps
-    bandwidth, status, cap = solve(scenario_arrays(sc, g), u, lo * 1e9, hi * 1e9)
+    arrays = scenario_arrays(sc, g)
+    bandwidth, status, cap = solve(arrays, u, lo * 1e9, hi * 1e9, straggles=may_straggle(arrays))
     index = np.asarray(g.index)
     bandwidth, status, cap = (np.take(np.asarray(x), index, axis=-1) for x in (bandwidth, status, cap))
     shape = (u.size, *g.shape, index.size)
@@ -324,12 +362,14 @@ def required_bandwidth(scenario: Scenario | None = None, utilisation=DEFAULT_UTI
     ds = xr.Dataset({
         "required_bandwidth_GBps": xr.Variable(dims, GBps, {
             "units": "GB/s", "long_name": "WAN bandwidth per directed link the target needs",
-            "note": "NaN where not reachable; the range's bottom where already met there"}),
+            "note": "the closed form's value wherever some bandwidth reaches the target, inside "
+                    "the range or not (status says where); NaN where none does"}),
         "required_bandwidth_Gbitps": xr.Variable(dims, 8 * GBps, {
             "units": "Gbit/s", "long_name": "the same in Gbit/s (8 x GB/s)"}),
         "status": xr.Variable(dims, status, {
-            "units": "1", "long_name": "whether the target is reached in the range",
-            "flag_values": [REACHED, NOT_REACHABLE, BELOW_RANGE], "flag_meanings": STATUS_MEANINGS}),
+            "units": "1", "long_name": "where the needed bandwidth lies against the range asked",
+            "flag_values": [REACHED, NOT_REACHABLE, BELOW_RANGE, ABOVE_RANGE],
+            "flag_meanings": STATUS_MEANINGS}),
         "cap": xr.Variable(dims, cap, {
             "units": "1", "long_name": "what caps a target that is not reachable",
             "flag_values": list(range(len(CAPS))), "flag_meanings": " ".join(CAPS)}),

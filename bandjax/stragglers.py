@@ -265,3 +265,13 @@ def compute_part_s(c_s, n, family, s, H=1.0, H_dc=None):
     rounds = expected_max_normals(H_i * c_s * mu, jnp.sqrt(H_i) * c_s * sd) / H
     every = max_all_workers_s(c_s, n, family, s)
     return jnp.where(jnp.all(H_i == 1.0, axis=-1) & (H == 1.0), every, rounds)
+
+
+def may_straggle(sc) -> bool:
+    """False where the scenario's straggler family is concretely "none" everywhere (a static
+    fact: a caller may then leave the compute part's quadrature out, as c' = c exactly); True
+    where it is not, or not known (a traced value)."""
+    try:
+        return bool(np.any(np.asarray(sc.straggler) != 0))
+    except Exception:  # a tracer: not known until run
+        return True

@@ -32,7 +32,8 @@ import xarray as xr
 from .grid import DTYPES, label, precision, scenario_arrays
 from .scenario import Scenario, reference
 from . import failures as _failures
-from .step import Method, fragment_parts_s, rounds_step_s, sum_parts, sync_method
+from .step import Method, fragment_parts_s, inner_compute_s, rounds_step_s, sum_parts, sync_method
+from .stragglers import may_straggle
 from .sweepargs import Grid, parse
 
 NONE = "none"  # the label of winner / runner_up = -1: no (other) variant reaches the target
@@ -50,8 +51,9 @@ _ATTRS = {
 }
 
 
-@partial(jax.jit, static_argnames=("index", "fails"))
-def _fused(sc: Scenario, steps, index: tuple[int, ...], fails: bool = False):
+@partial(jax.jit, static_argnames=("index", "fails", "straggles"))
+def _fused(sc: Scenario, steps, index: tuple[int, ...], fails: bool = False,
+           straggles: bool = False):
     """Winner, its time, runner-up and margin at every grid point, variants reduced in the loop.
 
     ``steps`` is broadcastable to (*grid, registry); ``index`` the competing variants' registry
@@ -61,6 +63,9 @@ def _fused(sc: Scenario, steps, index: tuple[int, ...], fails: bool = False):
 
     ``fails`` (static): times are divided by ETTR (:mod:`bandjax.failures`); False where the
     failure rate is 0 everywhere (:func:`bandjax.failures.may_fail`), where ETTR is exactly 1.
+    ``straggles`` (static): the compute part of an inner step is c' (:func:`bandjax.step.
+    inner_compute_s`); False where nothing straggles (:func:`bandjax.stragglers.may_straggle`),
+    where c' is c exactly.
     """
     c = sc.gpu_compute_s
     m = sync_method(sc)
@@ -71,10 +76,11 @@ def _fused(sc: Scenario, steps, index: tuple[int, ...], fails: bool = False):
     best, second = jnp.full(shape, inf), jnp.full(shape, inf)
     first, runner = jnp.full(shape, -1, jnp.int8), jnp.full(shape, -1, jnp.int8)
     stop = _failures.stop_ettr(sc) if fails else None
+    inner = inner_compute_s(sc, m) if straggles else None
     for k, i in enumerate(index):
         comm = sum_parts([p[..., i] for p in parts])
         method = Method(*(x[..., i] for x in m))
-        step = rounds_step_s(c, comm, sc.overlap_fraction, method)
+        step = rounds_step_s(c if inner is None else inner[..., i], comm, sc.overlap_fraction, method)
         n = steps[..., i]
         # as sweep: no time where the steps are not a number; inf here so it never wins
         t = jnp.where(jnp.isfinite(n), n * step, inf)
@@ -205,12 +211,14 @@ def winner_arrays(sc: Scenario, g: Grid, *, dtype: str = "float64", chunk: int |
         sc_arrays = scenario_arrays(sc, g)
         steps = g.steps
         fails = _failures.may_fail(sc_arrays)
+        straggles = may_straggle(sc_arrays)
 
         def run(sl):
             if sl is None:
-                return _unpack(*_fused(sc_arrays, steps, index, fails))
+                return _unpack(*_fused(sc_arrays, steps, index, fails, straggles))
             cut = lambda x: _cut(x, axis, sl, len(shape))  # noqa: E731
-            return _unpack(*_fused(jax.tree.map(cut, sc_arrays), cut(steps), index, fails))
+            return _unpack(*_fused(jax.tree.map(cut, sc_arrays), cut(steps), index, fails,
+                                   straggles))
 
         if len(parts) == 1:
             out = [np.broadcast_to(np.asarray(a), shape) for a in run(parts[0])]

@@ -37,9 +37,9 @@ def status_text(status: str, cap: str, lo: float, hi: float) -> str:
     if status == "reached":
         return "reached"
     if status == "below_range":
-        return f"below the range: met at {lo:g} GB/s already"
-    if cap == "range":
-        return f"not reachable in the range: needs more than {hi:g} GB/s"
+        return f"below the range (met at {lo:g} GB/s already)"
+    if status == "above_range" or cap == "range":
+        return f"above the range (more than {hi:g} GB/s)"
     return f"not reachable at any bandwidth: capped by {CAP_WORDS.get(cap, cap)}"
 
 

@@ -51,7 +51,8 @@ class Need(Section):
     ``variants[id]``: short, label, sync_every (H), fragments (F), delay (tau, steps) and
     ``pack`` (added from bandjax.METHODS, not one of the scenario's). ``required_GBps[id]``:
     one per target in GB/s per directed link (None: not reachable; the range's bottom where the
-    target is met there already); ``status[id]``: reached, not_reachable or below_range;
+    target is met there already); ``status[id]``: reached, not_reachable, below_range or
+    above_range (the closed form's value in ``required_GBps`` all the same);
     ``cap[id]``: what caps a target that is not reachable (none where reachable).
     ``compute_utilisation[id]``: unit 1 at each of ``bandwidth_GBps``; ``utilisation_at_wan[id]``
     at the scenario's ``wan_GBps``."""
@@ -159,16 +160,18 @@ def pct(u: float) -> str:
 
 def cell(r, vid: str, i: int) -> str:
     """The needed bandwidth of variant ``vid`` for target ``i`` of a :class:`Need` (or its
-    fields as a dict), with its unit, or what stops it."""
+    fields as a dict), with its unit and, outside the range asked, where it lies; or what stops
+    it."""
     r = r if isinstance(r, dict) else r.__dict__
     status, GBps = r["status"][vid][i], r["required_GBps"][vid][i]
     if status == "reached":
         return Gbps_text(GBps)
     if status == "below_range":
-        return f"below {Gbps_text(r['range_GBps'][0])}"
+        return f"{Gbps_text(GBps)}, below the range"
+    if status == "above_range":
+        return f"{Gbps_text(GBps)}, over the range" if GBps is not None else \
+            f"over {Gbps_text(r['range_GBps'][1])}"
     cap = r["cap"][vid][i]
-    if cap == "range":
-        return f"not reachable: over {Gbps_text(r['range_GBps'][1])}"
     return f"not reachable: {CAP_WORDS.get(cap, cap)}"
 
 
@@ -184,8 +187,8 @@ def conclusions(r: dict) -> list[str]:
         return []
     name = {vid: v["short"] for vid, v in r["variants"].items()}
     u = pct(WORDS_AT)
-    ok = {vid: (r["required_GBps"][vid][i] if s[i] == "reached" else r["range_GBps"][0])
-          for vid, s in r["status"].items() if s[i] != "not_reachable"}
+    ok = {vid: r["required_GBps"][vid][i] for vid, s in r["status"].items()
+          if s[i] in ("reached", "below_range")}
     words = []
     if ok:
         lo, hi = min(ok.values()), max(ok.values())
@@ -201,6 +204,8 @@ def conclusions(r: dict) -> list[str]:
     for vid, s in r["status"].items():
         if s[i] == "not_reachable":
             by_cap.setdefault(r["cap"][vid][i], []).append(name[vid])
+        elif s[i] == "above_range":
+            by_cap.setdefault("range", []).append(name[vid])
     top = Gbps_text(r["range_GBps"][1])
     for cap, names in by_cap.items():
         if cap == "range":
