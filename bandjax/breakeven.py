@@ -70,7 +70,7 @@ DEFAULT_RANGES = {"wan_latency_s": (1e-7, 1.0), "overlap_fraction": (1e-4, 1.0)}
 __all__ = [
     "A_WINS", "B_WINS", "BANDWIDTH_RANGE_GBps", "BreakEven", "CROSSES", "Crossings", "NEITHER",
     "NOT_AVAILABLE", "STATUS_NAMES", "TIE", "TIED", "TIE_PART", "TIE_RTOL", "bandwidth_crossings",
-    "bandwidth_kinks_Bps", "break_even",
+    "bandwidth_kinks_Bps", "break_even", "may_kink",
     "budget_break_even", "describe", "enob_break_even", "field_crossings", "pair_steps", "parameter_names",
     "resolve_variant", "with_parameter",
 ]
@@ -150,8 +150,13 @@ def _pick(x, index):
     batch = jnp.broadcast_shapes(x.shape[:-1], index.shape)
     # On a flat batch: high-rank broadcasting is many times slower on CPU.
     flat = jnp.broadcast_to(x, (*batch, x.shape[-1])).reshape(-1, x.shape[-1])
-    i = jnp.broadcast_to(index, batch).reshape(-1, 1)
-    return jnp.sum(jnp.where(jnp.arange(x.shape[-1]) == i, flat, 0.0), axis=-1).reshape(batch)
+    i = jnp.broadcast_to(index, batch).reshape(-1)
+    # A chain of selects, fused into the loop that uses it (a masked sum is a reduction of its
+    # own, which XLA's CPU backend runs several times slower).
+    out = flat[:, 0]
+    for j in range(1, x.shape[-1]):
+        out = jnp.where(i == j, flat[:, j], out)
+    return out.reshape(batch)
 
 
 # --------------------------------------------------------------------------- the searches
@@ -250,10 +255,31 @@ def _mesh_kinks_Bps(sc: Scenario, links, m, rest, window) -> list:
     return out
 
 
-@partial(jax.jit, static_argnames=("grid", "max_roots", "implicit"))
+def may_kink(sc: Scenario, ia=None, ib=None) -> bool:
+    """Whether a variant's step can change slope in 1/B (a static fact, as
+    :func:`bandjax.failures.may_fail`): False where the overlap is concretely 0 everywhere, every
+    variant (of the pair ``ia``, ``ib`` where they are concrete indices, else of the registry)
+    syncs without delay, and the links are equal. Then (f + tau) c = 0, so each step is
+    c + F (comm - WAN + WAN(B)) / H, affine in 1/B over the whole range: no kink. True where it
+    may (or where a value is traced)."""
+    if _mesh_links(sc) is not None:
+        return True
+    try:
+        if np.any(np.asarray(sc.overlap_fraction) != 0):
+            return True
+    except Exception:  # a tracer: not known until run
+        return True
+    delay = np.array([float(v.delay) for v in sc.variants])
+    try:
+        used = np.unique(np.concatenate([np.ravel(np.asarray(i, dtype=int)) for i in (ia, ib)]))
+    except Exception:  # traced (or not given): every variant of the registry
+        used = np.arange(len(delay))
+    return bool(np.any(delay[used] != 0))
+
+
 def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, *,
-                        grid: int = GRID, max_roots: int = MAX_ROOTS,
-                        implicit: bool = True, fails: bool = False) -> Crossings:
+                        grid: int = GRID, max_roots: int = MAX_ROOTS, implicit: bool = True,
+                        fails: bool = False, kinks: bool | None = None) -> Crossings:
     """Where variants ``ia`` and ``ib`` reach the target equally fast, over WAN bandwidth (B/s).
 
         r(B) = n_a (c + max(0, Q_a + V_a/B)) / (n_b (c + max(0, Q_b + V_b/B))) - 1,
@@ -281,16 +307,30 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
     :func:`bandjax.failures.may_fail` of the scenario): a time to target divided by the ETTR of
     replicas that meet once a round is not affine in 1/B. Without ``fails`` the ETTR is taken as 1.
 
+    ``kinks`` (static): whether a step may change slope in range (:func:`may_kink`, which None
+    asks of the arguments: True under a trace). False runs the search on the coarse grid alone,
+    in one pass over the batch (:func:`bandjax.roots.find_crossings`'s ``one_pass``), with the
+    same answers: with no kink, each time is affine in 1/B and the kinks would all be NaN.
+
     Returns:
       :class:`bandjax.roots.Crossings` with ``x`` in B/s; differentiable in ``sc`` and the steps.
     """
+    kinks = may_kink(sc, ia, ib) if kinks is None else bool(kinks)
+    return _bandwidth_crossings(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, grid=grid,
+                                max_roots=max_roots, implicit=implicit, fails=fails, kinks=kinks)
+
+
+@partial(jax.jit, static_argnames=("grid", "max_roots", "implicit", "fails", "kinks"))
+def _bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, *, grid: int,
+                         max_roots: int, implicit: bool, fails: bool, kinks: bool) -> Crossings:
+    """:func:`bandwidth_crossings` with its static facts given."""
     if sc.links is not None or fails:
         # the pair's kinks (where max(0, .) switches, and where a mesh's pacing link changes) are
         # bracket points, so no pair of crossings hides between two coarse cells
-        kinks = [_pick(k, i) for k in bandwidth_kinks_Bps(sc) for i in (ia, ib)]
+        extra = [_pick(k, i) for k in bandwidth_kinks_Bps(sc) for i in (ia, ib)] if kinks else None
         return _field_crossings(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps,
                                 parameters(sc).index("wan_Bps"), grid=grid, max_roots=max_roots,
-                                implicit=implicit, extra=kinks)
+                                implicit=implicit, extra=extra)
     m = sync_method(sc)
     comm_parts = fragment_parts_s(sc, method=m)
     comm = sum_parts(comm_parts)
@@ -306,19 +346,28 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
     # so nothing infinite enters the residual or its derivatives.
     ratio = jnp.where(measured, steps_a, 1.0) / jnp.where(measured, steps_b, 1.0)
     theta = (ratio, c, _pick(Q, ia), _pick(V, ia), _pick(Q, ib), _pick(V, ib))
-    # each variant's kink, B* = V / (-Q) (:func:`bandwidth_kinks_Bps`, from the same Q and V)
-    extra = [_positive_ratio(theta[3], -theta[2]), _positive_ratio(theta[5], -theta[4])]
-    if _mesh_links(sc) is not None:
-        extra += [_pick(k, i) for k in bandwidth_kinks_Bps(sc)[1:] for i in (ia, ib)]
+    if kinks:
+        # each variant's kink, B* = V / (-Q) (:func:`bandwidth_kinks_Bps`, from the same Q and V)
+        extra = [_positive_ratio(theta[3], -theta[2]), _positive_ratio(theta[5], -theta[4])]
+        if _mesh_links(sc) is not None:
+            extra += [_pick(k, i) for k in bandwidth_kinks_Bps(sc)[1:] for i in (ia, ib)]
+    else:  # Q >= 0 (no window), so no kink: the residual is a few flops, searched in one pass
+        extra = None
     c = _roots.find_crossings(_bandwidth_residual, theta, lo_Bps, hi_Bps, grid=grid,
-                              max_roots=max_roots, implicit=implicit, extra=extra)
+                              max_roots=max_roots, implicit=implicit, extra=extra,
+                              one_pass=not kinks)
     return _set_aside(c, steps_a, steps_b)
 
 
 # bandjax's own searches that return NumPy values: quick to compile, no derivatives
-_quick_bandwidth = partial(_jax.quick(bandwidth_crossings,
-                                      static_argnames=("grid", "max_roots", "implicit", "fails")),
-                           implicit=False)
+_quick_core = _jax.quick(_bandwidth_crossings,
+                         static_argnames=("grid", "max_roots", "implicit", "fails", "kinks"))
+
+
+def _quick_bandwidth(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, *, grid, max_roots, fails):
+    return _quick_core(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, grid=grid,
+                       max_roots=max_roots, implicit=False, fails=fails,
+                       kinks=may_kink(sc, ia, ib))
 
 
 def _set_aside(c: Crossings, steps_a, steps_b) -> Crossings:

@@ -288,7 +288,21 @@ def rounds_step_s(c, comm_frag, overlap, m: Method):
         step = c + F max(0, comm_frag - (f + tau) c) / H
     """
     exposed = exposed_s(c, comm_frag, overlap, m.delay)
-    return c + (exposed if _ones(m.fragments) else m.fragments * exposed) / m.H
+    exposed = exposed if _ones(m.fragments) else m.fragments * exposed
+    # (an H known to be 1 divides nothing: x / 1 = x, and the pass that uses it stays cheap)
+    return c + (exposed if _ones(m.H) else exposed / m.H)
+
+
+def unit_rounds(sc: Scenario, index) -> tuple[bool, ...]:
+    """For each variant of ``index`` (registry positions), whether its H is concretely 1 at every
+    point of the scenario (a static fact, as :func:`bandjax.failures.may_fail`): its own H is 1,
+    or it has none and ``sc.sync_every_H`` is 1 everywhere. False where not known (traced)."""
+    try:
+        scenario_ones = bool(np.all(np.asarray(sc.sync_every_H) == 1))
+    except Exception:  # a tracer: not known until run
+        scenario_ones = False
+    own = [sc.variants[i].sync_every for i in index]
+    return tuple(scenario_ones if h is None else float(h) == 1.0 for h in own)
 
 
 def inner_compute_s(sc: Scenario, method: Method | None = None):

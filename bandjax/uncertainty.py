@@ -37,7 +37,7 @@ from .calibration import Calibration
 from .distributions import (STEPS_PREFIX, LogNormal, MultiNormal, Normal, Seeds, Uniform, _require, check_center,
                             resolve)
 from .metrics import steps_to_target, time_to_target_s
-from .parameters import with_parameters
+from .parameters import FIXED_PREFIX, with_parameters
 from .scenario import Scenario, field_table
 from .step import step_s
 
@@ -157,14 +157,22 @@ def _split(sc: Scenario, names, basis):
 
 
 def _apply(sc: Scenario, fields, steps_index, steps0, v):
-    """The scenario and the per-variant steps at one sample ``v`` (traceable): sampled steps
-    set, then each rule that follows them re-taken as the largest of its sources (NaN if any
-    source was not measured, as :meth:`bandjax.scenario.Steps.lookup`)."""
-    sc = with_parameters(sc, {n: v[j] for n, j in fields})
+    """The scenario and the per-variant steps at one sample ``v`` (parameter,), or at every row
+    of ``v`` (samples, parameter) as fields of shape (samples,) (traceable): sampled steps set,
+    then each rule that follows them re-taken as the largest of its sources (NaN if any source
+    was not measured, as :meth:`bandjax.scenario.Steps.lookup`)."""
+    batch = jnp.shape(v)[:-1]
+    values = {n: v[..., j] for n, j in fields}
+    if batch and any(n.startswith(FIXED_PREFIX) for n in values):
+        # the fixed times are stacked over the variants: one shape for all
+        values = {**{FIXED_PREFIX + u: jnp.broadcast_to(jnp.asarray(t, dtype=float), batch)
+                     for u, t in sc.fixed_s.items()}, **values}
+    sc = with_parameters(sc, values)
     own, rules = steps_index
     steps = jnp.asarray(steps0)
+    steps = jnp.broadcast_to(steps, (*batch, steps.shape[-1]))
     for i, j in own:
-        steps = steps.at[..., i].set(v[j])
+        steps = steps.at[..., i].set(v[..., j])
     for i, sources in rules:
         steps = steps.at[..., i].set(jnp.max(steps[..., list(sources)], axis=-1))
     return sc, steps
@@ -227,19 +235,38 @@ class BreakEvenUncertainty:
                 + skew)
 
 
-@partial(jax.jit, static_argnames=("fields", "steps_index"))
 def sample_roots(sc, V, steps0, lo, hi, *, ia, ib, fields, steps_index):
     """Every sample's first crossing of a (index ``ia``) and b over WAN bandwidth, B/s (NaN: none
-    in [lo, hi]): one vmapped search over the rows of ``V`` (samples, parameter)."""
+    in [lo, hi]): one search over the rows of ``V`` (samples, parameter), the samples a batch
+    dimension of the scenario's fields.
 
-    def one(v):
-        s, steps = _apply(sc, fields, steps_index, steps0, v)
-        return _be.bandwidth_crossings(s, ia, ib, steps[ia], steps[ib], lo, hi).x[..., 0]
+    Whether a step may change slope in range is a static fact of the scenario and of what is
+    sampled (:func:`bandjax.breakeven.may_kink`; a sampled overlap may give it one), so the
+    search brackets at the kinks only where there can be some."""
+    return _sample_roots(sc, V, steps0, lo, hi, ia=ia, ib=ib, fields=fields,
+                         steps_index=steps_index, kinks=_may_kink(sc, ia, ib, fields))
 
-    return jax.vmap(one)(V)
+
+def _may_kink(sc, ia, ib, fields) -> bool:
+    """:func:`bandjax.breakeven.may_kink` of the scenario, or True where the overlap is drawn."""
+    return _be.may_kink(sc, ia, ib) or any(n == "overlap_fraction" for n, _ in fields)
 
 
-_quick_roots = _jax.quick(sample_roots, static_argnames=("fields", "steps_index"))
+@partial(jax.jit, static_argnames=("fields", "steps_index", "kinks"))
+def _sample_roots(sc, V, steps0, lo, hi, *, ia, ib, fields, steps_index, kinks):
+    # The samples are the search's batch, not a vmap: its branches (ties, kinks merged) stay
+    # branches, which a vmap would turn into selects that run both sides.
+    s, steps = _apply(sc, fields, steps_index, steps0, V)
+    return _be.bandwidth_crossings(s, ia, ib, steps[..., ia], steps[..., ib], lo, hi,
+                                   kinks=kinks).x[..., 0]
+
+
+_quick_core = _jax.quick(_sample_roots, static_argnames=("fields", "steps_index", "kinks"))
+
+
+def _quick_roots(sc, V, steps0, lo, hi, *, ia, ib, fields, steps_index):
+    return _quick_core(sc, V, steps0, lo, hi, ia=ia, ib=ib, fields=fields,
+                       steps_index=steps_index, kinks=_may_kink(sc, ia, ib, fields))
 
 
 @partial(jax.jit, static_argnames=("fields", "steps_index"))

@@ -32,7 +32,8 @@ import xarray as xr
 from .grid import DTYPES, label, precision, scenario_arrays
 from .scenario import Scenario, reference
 from . import failures as _failures
-from .step import Method, fragment_parts_s, inner_compute_s, rounds_step_s, sum_parts, sync_method
+from .step import (Method, fragment_parts_s, inner_compute_s, rounds_step_s, sum_parts, sync_method,
+                   unit_rounds)
 from .stragglers import may_straggle
 from .sweepargs import Grid, parse
 
@@ -51,9 +52,9 @@ _ATTRS = {
 }
 
 
-@partial(jax.jit, static_argnames=("index", "fails", "straggles"))
+@partial(jax.jit, static_argnames=("index", "fails", "unit", "straggles"))
 def _fused(sc: Scenario, steps, index: tuple[int, ...], fails: bool = False,
-           straggles: bool = False):
+           unit: tuple[bool, ...] | None = None, straggles: bool = False):
     """Winner, its time, runner-up and margin at every grid point, variants reduced in the loop.
 
     ``steps`` is broadcastable to (*grid, registry); ``index`` the competing variants' registry
@@ -63,6 +64,11 @@ def _fused(sc: Scenario, steps, index: tuple[int, ...], fails: bool = False,
 
     ``fails`` (static): times are divided by ETTR (:mod:`bandjax.failures`); False where the
     failure rate is 0 everywhere (:func:`bandjax.failures.may_fail`), where ETTR is exactly 1.
+    ``unit`` (static, one a competing variant; None: none known): whose H is 1 at every point
+    (:func:`bandjax.step.unit_rounds`), so its step divides by nothing. A step with a division
+    costs enough that XLA writes it once into a full-size array of its own for the two packed
+    outputs to read, where a step without one is recomputed inside both loops and nothing but the
+    outputs is written: about 3x faster at 1e7 points for the study's six variants (BENCHMARKS.md).
     ``straggles`` (static): the compute part of an inner step is c' (:func:`bandjax.step.
     inner_compute_s`); False where nothing straggles (:func:`bandjax.stragglers.may_straggle`),
     where c' is c exactly.
@@ -80,6 +86,8 @@ def _fused(sc: Scenario, steps, index: tuple[int, ...], fails: bool = False,
     for k, i in enumerate(index):
         comm = sum_parts([p[..., i] for p in parts])
         method = Method(*(x[..., i] for x in m))
+        if unit is not None and unit[k]:
+            method = method._replace(H=1.0)
         step = rounds_step_s(c if inner is None else inner[..., i], comm, sc.overlap_fraction, method)
         n = steps[..., i]
         # as sweep: no time where the steps are not a number; inf here so it never wins
@@ -212,12 +220,13 @@ def winner_arrays(sc: Scenario, g: Grid, *, dtype: str = "float64", chunk: int |
         steps = g.steps
         fails = _failures.may_fail(sc_arrays)
         straggles = may_straggle(sc_arrays)
+        unit = unit_rounds(sc_arrays, index)
 
         def run(sl):
             if sl is None:
-                return _unpack(*_fused(sc_arrays, steps, index, fails, straggles))
+                return _unpack(*_fused(sc_arrays, steps, index, fails, unit, straggles))
             cut = lambda x: _cut(x, axis, sl, len(shape))  # noqa: E731
-            return _unpack(*_fused(jax.tree.map(cut, sc_arrays), cut(steps), index, fails,
+            return _unpack(*_fused(jax.tree.map(cut, sc_arrays), cut(steps), index, fails, unit,
                                    straggles))
 
         if len(parts) == 1:

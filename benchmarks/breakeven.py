@@ -19,12 +19,15 @@ timed back to back, 5 of them (2 in the quick run), like the brentq loop over it
   at each trial bandwidth (what a loop over the model without rewriting it costs).
 - ``grad_over_solve``: the time of the solve plus the gradient of all crossings with respect to
   every scenario field and both step counts (``jax.grad`` through the implicit function theorem),
-  over the time of the solve alone.
+  over the time of the solve alone. Under ``jax.grad`` the scenario is traced, so the gradient is
+  given the search's static fact (:func:`bandjax.breakeven.may_kink` of the grid: no variant has
+  a kink in range) as any caller inside its own jit gives it; the solve finds it itself.
 """
 
 from __future__ import annotations
 
 import itertools
+from functools import partial
 import math
 import statistics
 import time
@@ -74,12 +77,14 @@ def _solve(grid, ia, ib, na, nb):
     return be.bandwidth_crossings(grid, ia, ib, na, nb, LO_BPS, HI_BPS)
 
 
-def _loss(grid, na, nb, ia, ib):
-    x = be.bandwidth_crossings(grid, ia, ib, na, nb, LO_BPS, HI_BPS).x
+def _loss(grid, na, nb, ia, ib, kinks):
+    # under jax.grad the scenario is traced: the static fact comes from outside, as it does for
+    # any caller inside its own jit (be.may_kink of the concrete grid)
+    x = be.bandwidth_crossings(grid, ia, ib, na, nb, LO_BPS, HI_BPS, kinks=kinks).x
     return jnp.sum(jnp.where(jnp.isfinite(x), jnp.log(x), 0.0))
 
 
-_grad = jax.jit(jax.grad(_loss, argnums=(0, 1, 2)))
+_grad = jax.jit(jax.grad(_loss, argnums=(0, 1, 2)), static_argnames=("kinks",))
 
 
 @jax.jit
@@ -153,7 +158,8 @@ def run(quick: bool = False) -> dict:
     calls = 2 if quick else 5  # per run, so a run spans about as long as the brentq loop
     grid, ia, ib, na, nb, pairs = problems(quick)
     compile_solve_s = _timed(_solve, grid, ia, ib, na, nb)
-    compile_grad_s = _timed(_grad, grid, na, nb, ia, ib)
+    grad = partial(_grad, kinks=be.may_kink(grid, ia, ib))
+    compile_grad_s = _timed(grad, grid, na, nb, ia, ib)
     c = _solve(grid, ia, ib, na, nb)
     x = np.asarray(c.x)
     count = np.asarray(c.count)
@@ -169,7 +175,7 @@ def run(quick: bool = False) -> dict:
     roots_per_s, pairs_per_s, ratio, grad_ratio, brentq_rate, cf_rate, cf_ratio = ([] for _ in range(7))
     for _ in range(repeats):
         solve_s = _timed(_solve, grid, ia, ib, na, nb, calls=calls)
-        grad_s = _timed(_grad, grid, na, nb, ia, ib, calls=calls)
+        grad_s = _timed(grad, grid, na, nb, ia, ib, calls=calls)
         rate, brentq_x = _brentq_roots_per_s(coeffs)
         roots_per_s.append(n_roots / solve_s)
         pairs_per_s.append(n_pairs / solve_s)

@@ -76,7 +76,7 @@ RULES: tuple[tuple[str, object], ...] = (
     (r"cells|points|pairs|roots|targets|reached|steps|links|workers|chunks|samples?|.*_sample"
      r"|roots_found|.*messages_per_run|sweep_runs|sweep_steps|headline_cells|fit_from_cells"
      r"|ratio_points|budgets|bandwidths|cpus|threads|most_crossings_per_pair|nbytes|store_B"
-     r"|bytes_on_disk", SIZE),
+     r"|bytes_on_disk|variants", SIZE),
     (r"max_rel_.*|winners_differ", ACCURACY),
     (r"scaling_exponent.*", Unordered("a cost curve's fitted slope: 1 is linear cost, below it "
                                       "a fixed cost per call, so neither direction is better")),

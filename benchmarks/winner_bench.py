@@ -4,12 +4,15 @@ against 2.
 A point is one grid point (all variants): the question is "who wins there, with what time".
 
 - ``points_per_s``: :func:`bandjax.winner` (winner, time, runner-up, margin) at :data:`SIZE`
-  points (1e8: 1.8 GB of output, comfortably in memory).
+  points (1e8: 1.8 GB of output, comfortably in memory), the study's six variants;
+  ``method_pack_points_per_s`` beside it: the same map with the method pack
+  (``bandjax.METHODS``, syncs in rounds) competing too, 11 variants.
 - ``ratio_sweep_argmin``: its rate over the same question (winner, time, runner-up, margin) asked
   through the materialising sweep, ``sweep(..., quantities=("time_to_target_s",))`` reduced in
-  xarray (:func:`through_sweep`), both at :data:`RATIO_SIZE` points in this run (the baseline
-  needs about 6 x 8 B x 3 a point at once, so 1e8 would not fit beside the others).
-  ``ratio_winner_time_only``: the same map against half the question (argmin and min only).
+  xarray (:func:`through_sweep`), both at :data:`RATIO_GRID` (20,000 bandwidths x 500 budgets,
+  1e7 points) in this run (the baseline needs about 6 x 8 B x 3 a point at once, so 1e8 would
+  not fit beside the others). ``ratio_winner_time_only``: the same map against half the
+  question (argmin and min only). Both answers are checked equal before either is timed.
 - ``core_scaling``: rate on 2 cores / rate on 1 (``taskset``), each a fresh process, back to back,
   median of 5; see :func:`core_scaling`.
 - ``float32``: speed-up of ``dtype="float32"`` and the worst relative error of every variant's
@@ -32,6 +35,7 @@ from . import common
 
 SIZE = 1e8
 RATIO_SIZE = 1e7
+RATIO_GRID = dict(bandwidth=np.geomspace(0.1, 1000.0, 20_000), budget=np.geomspace(1.0, 1000.0, 500))
 QUICK_SIZE = 1e5
 SCALING_SIZE = 1e7
 # every swept dimension the map supports, ~1.4e6 points
@@ -170,18 +174,20 @@ def run(quick: bool = False) -> dict:
     repeat = common.MIN_REPEAT
     size = QUICK_SIZE if quick else SIZE
     ratio_size = QUICK_SIZE if quick else RATIO_SIZE
-    args = grid_for(ratio_size)
+    args = grid_for(ratio_size) if quick else RATIO_GRID
     n = points_of(args)
+    if not same_answer(bandjax.winner(**args), through_sweep(**args)):
+        raise AssertionError("winner map and sweep + argmin disagree")
     w = common.measure(lambda: bandjax.winner(**args), repeat=repeat)
     base = common.measure(lambda: through_sweep(**args), repeat=repeat)
     half = common.measure(lambda: winner_time_only(**args), repeat=repeat)
-    if not same_answer(bandjax.winner(**args), through_sweep(**args)):
-        raise AssertionError("winner map and sweep + argmin disagree")
-    if size != ratio_size:
-        big = grid_for(size)
-        head = _rate(points_of(big), common.measure(lambda: bandjax.winner(**big), repeat=repeat))
-    else:
-        head = _rate(n, w)
+    big = grid_for(size) if size != ratio_size else args
+    head = (_rate(points_of(big), common.measure(lambda: bandjax.winner(**big), repeat=repeat))
+            if size != ratio_size else _rate(n, w))
+    pack_sc = bandjax.reference().with_variants(bandjax.METHODS)
+    pack = _rate(points_of(big), common.measure(lambda: bandjax.winner(pack_sc, **big),
+                                                repeat=repeat))
+    pack["variants"] = len(pack_sc.variants)
     ref = ({k: (v[:50] if k == "bandwidth" else v) for k, v in REFERENCE_GRID.items()} if quick
            else REFERENCE_GRID)
     f32 = float32_figures(ref, repeat)
@@ -196,6 +202,7 @@ def run(quick: bool = False) -> dict:
         "ratio_points": n, "winner_at_ratio_size": _rate(n, w), "sweep_argmin": _rate(n, base),
         "sweep_argmin_winner_time_only": _rate(n, half),
         "headline": head,
+        "method_pack_points_per_s": pack["points_per_s"], "method_pack": pack,
         "core_scaling": scaling["winner"]["scaling"], "core_scaling_detail": scaling["winner"],
         "floor_core_scaling": scaling["floor"]["scaling"], "floor_scaling_detail": scaling["floor"],
         "float32": f32,
