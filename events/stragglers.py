@@ -203,13 +203,22 @@ class StepFactors:
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def _block(self, i: int) -> np.ndarray:
+        """About :data:`BLOCK` draws: ``BLOCK // n`` steps, or one step drawn in chunks of
+        BLOCK workers when n is larger (the memory stays a block's)."""
         n = self.workers[i]
         rows = max(1, BLOCK // n)
         rng, p = self._rngs[i], self.param
         self.draws += rows * n
+        draw = rng.standard_exponential if self.name == EXPONENTIAL else rng.standard_normal
+        if n <= BLOCK:
+            top = draw((rows, n)).max(axis=1)
+        else:
+            top = np.full(1, -np.inf)
+            for k in range(0, n, BLOCK):
+                top = np.maximum(top, draw(min(BLOCK, n - k)).max())
         if self.name == EXPONENTIAL:  # (1 - s) + s E is increasing in E: maximise first
-            return (1 - p) + p * rng.standard_exponential((rows, n)).max(axis=1)
-        return np.exp(p * rng.standard_normal((rows, n)).max(axis=1) - p * p / 2)
+            return (1 - p) + p * top
+        return np.exp(p * top - p * p / 2)
 
 
 def dc_round_compute_s(compute_s, workers, H: int, name: str, param: float, sites: str = WAIT,
@@ -259,6 +268,23 @@ def _trapezoid(y: np.ndarray, x: np.ndarray) -> float:
     return float(np.sum((y[1:] + y[:-1]) * np.diff(x)) / 2)
 
 
+_EXACT_SUMS = 1_000_000  # above, the sums' asymptotic series (error below 1e-24)
+
+
+def _harmonic(m: int) -> float:
+    """H_m = sum_{k<=m} 1/k (smallest terms first)."""
+    if m <= _EXACT_SUMS:
+        return float(np.sum(1 / np.arange(m, 0, -1, dtype=float)))
+    return math.log(m) + 0.5772156649015329 + 1 / (2 * m) - 1 / (12 * m**2) + 1 / (120 * m**4)
+
+
+def _harmonic2(m: int) -> float:
+    """sum_{k<=m} 1/k^2."""
+    if m <= _EXACT_SUMS:
+        return float(np.sum(1 / np.arange(m, 0, -1, dtype=float) ** 2))
+    return math.pi**2 / 6 - 1 / m + 1 / (2 * m**2) - 1 / (6 * m**3)
+
+
 @functools.lru_cache(maxsize=4096)
 def max_moments(name: str, param: float, m: int) -> tuple[float, float]:
     """(mu_m, sigma_m): mean and sd of the largest of m draws of X.
@@ -270,8 +296,7 @@ def max_moments(name: str, param: float, m: int) -> tuple[float, float]:
     if not straggles(name, p):
         return 1.0, 0.0
     if name == EXPONENTIAL:
-        k = np.arange(1, m + 1, dtype=float)
-        return 1 - p + p * float(np.sum(1 / k[::-1])), p * math.sqrt(float(np.sum(1 / k[::-1] ** 2)))
+        return 1 - p + p * _harmonic(m), p * math.sqrt(_harmonic2(m))
     z = np.linspace(-12.0, math.sqrt(2 * math.log(m)) + 10.0 if m > 1 else 12.0, 40_001)
     dens = m * np.exp(-z * z / 2 - 0.5 * math.log(2 * math.pi) + (m - 1) * _log_ndtr(z))
     x = np.exp(p * z - p * p / 2)
