@@ -82,11 +82,13 @@ SITES = (WAIT, SCALED)
 STREAM = 0x5354  # tags the stragglers' streams apart from the links' ([seed, i])
 BLOCK = 1 << 16  # draws per DC drawn at once
 MAX_DRAWS = 2e10
-"""Worker draws one engine run may make (N x inner steps): a few minutes of one core at
+"""Worker draws one engine run may make (N x inner steps): about 7 minutes of one core at
 :data:`DRAWS_PER_S`."""
-DRAWS_PER_S = 1e8
-"""Worker draws per wall second on one core (``python -m benchmarks.events_bench``'s
-``stragglers`` figures: blocks of 65,536 exponential draws, maximised per step)."""
+DRAWS_PER_S = 5e7
+"""Worker draws per wall second on one core (``python -m benchmarks.events_bench``,
+``stragglers.draws_per_s``: blocks of 65,536 exponential draws maximised per step of 64
+workers, 5.0e7 on the 2-core development machine shared with other jobs; the error table drew
+6.3e7 a second, lognormal included)."""
 
 
 # --- arguments ---
