@@ -15,6 +15,12 @@ Figures (each the median, min and max of several runs, timed with ``time.perf_co
 - ``adamw_400_load09_s``: wall time of one 400-step AdamW run at load 0.9 (12.5 GB/s).
 - ``mesh8``: the same three figures and ratios on 8 DCs joined as a mesh (56 directed links, each
   with its own background; 40 steps, so the warm-up is a large share), AdamW at load 0.9.
+- ``stragglers``: the engine with workers that straggle (4 DCs of 64 workers, H = 10, exponential
+  tail share 0.1, load 0.5; every worker's step factor drawn, one process per DC) beside the
+  same run with nothing straggling: ``steps_per_s`` and ``plain_steps_per_s`` (inner steps per
+  wall second), ``ratio_plain`` = with / without, the link arrivals per second of each, and
+  ``draws_per_s`` (worker step factors alone, 4.2e6 exponential draws maximised per step of
+  64: what :data:`events.stragglers.DRAWS_PER_S` stands for).
 - ``sweep_cluster_s`` / ``sweep_inline_s``: one sweep (every variant, loads 0.5 and 0.9, 4 seeds,
   200 steps) on an already started ``LocalCluster`` of 2 single-threaded worker processes
   against the same sweep in this process; ``cluster_speedup`` = inline / cluster, and
@@ -155,6 +161,41 @@ def _throughput(plan, load: float, steps: int, repeats: int) -> dict:
     }
 
 
+def _draws(workers: int = 64, steps: int = 1 << 16) -> int:
+    """Worker step factors alone (exponential, one DC of ``workers``): the draws made."""
+    from events.stragglers import StepFactors
+
+    f = StepFactors((workers,), "exponential", 0.1, 0)
+    f.take(0, steps)
+    return f.draws
+
+
+def _stragglers(quick: bool) -> dict:
+    """The engine with workers that straggle (docs/model.md section 16: per-DC processes, every
+    worker's step factor drawn) beside the same run with nothing straggling (the plain rounds),
+    same scenario, load and seed: inner steps and link arrivals per wall second, and worker
+    draws per second."""
+    sc = bandjax.reference().replace(dcs=4.0, workers_per_dc=64.0, sync_every_H=10.0)
+    steps, repeats = (100, 3) if quick else (1000, 5)
+    on = events.build(sc, "adamw", straggler="exponential", straggler_s=0.1)
+    off = events.build(sc, "adamw")
+    ran = {k: _repeat(lambda p=p: simulate(p, 0.5, 0, steps, trace_steps=0), repeats)
+           for k, p in (("on", on), ("off", off))}
+    steps_s = {k: [steps / t for t, _ in r] for k, r in ran.items()}
+    events_s = {k: [run.messages / t for t, run in r] for k, r in ran.items()}
+    return {
+        "scenario": "reference, 4 DCs x 64 workers, H = 10, AdamW, 12.5 GB/s, load 0.5; "
+                    "exponential tail share 0.1 against none",
+        "steps": steps,
+        "steps_per_s": _stats(steps_s["on"]),
+        "plain_steps_per_s": _stats(steps_s["off"]),
+        "ratio_plain": statistics.median(steps_s["on"]) / statistics.median(steps_s["off"]),
+        "events_per_s": _stats(events_s["on"]),
+        "plain_events_per_s": _stats(events_s["off"]),
+        "draws_per_s": _stats([n / t for t, n in _repeat(_draws, repeats)]),
+    }
+
+
 def run(quick: bool = False) -> dict:
     """Every figure of the module docstring, JSON-ready."""
     sc = bandjax.reference()
@@ -180,6 +221,8 @@ def run(quick: bool = False) -> dict:
     out["mesh8"] = {"scenario": "8 DCs, mesh (56 links), AdamW, 12.5 GB/s per link, load 0.9",
                     **_throughput(events.build(mesh8, "adamw"), load, 5 if quick else 40,
                                   1 if quick else 3)}
+
+    out["stragglers"] = _stragglers(quick)
 
     grid = dict(load=[0.5, 0.9], seed=list(range(2 if quick else 4)), steps=20 if quick else 200,
                 progress=False)

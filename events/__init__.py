@@ -1,4 +1,4 @@
-"""events: the shared-WAN discrete-event engine (docs/model.md sections 11, 13 and 17), SimPy and
+"""events: the shared-WAN discrete-event engine (docs/model.md sections 11, 13-17), SimPy and
 NumPy only.
 
 The closed forms assume the WAN is the training job's alone; this engine shares every directed WAN
@@ -7,13 +7,19 @@ scenario's one-way latency and overlap; with per-link values (docs/model.md sect
 link has its own capacity, background and latency. At load 0 it gives the closed forms' step time
 exactly, which makes it an independent check of them. :mod:`events.failures` injects worker
 failures into a run and recovers by either rule of docs/model.md section 17, checking the
-first-order ETTR forms. ``import events`` never loads jax.
+first-order ETTR forms. :mod:`events.stragglers` draws each worker's step factor for sites that
+differ and workers that straggle (section 16) and measures the closed forms' normal
+approximation against those draws (``python -m events.stragglers``). ``import events`` never
+loads jax.
 
 Public API (imported lazily, so dask workers that only run :func:`simulate` stay light):
 
-    build(scenario, variant) -> Plan         the job's phases, from bandjax.phases and .variants
-    simulate(plan, load, seed, steps) -> RunResult
-    run(scenario, variant, load, seed, steps) -> RunResult
+    build(scenario, variant, *, compute_s=, workers=, straggler=, straggler_s=, sites_rule=)
+        -> Plan                              the job's phases, from bandjax.phases and .variants;
+                                             per-DC compute and workers, stragglers and the
+                                             sites' rule (docs/model.md section 16)
+    simulate(plan, load, seed, steps) -> RunResult   (RunResult.compute_utilisation)
+    run(scenario, variant, load, seed, steps, *, the same as build) -> RunResult
     sweep(scenario, load=, seed=, steps=, scheduler=, **bandjax.sweep's arguments)
         -> xarray.Dataset
     simulate_failures(rule, workers=, failure_rate_per_hour=, restart_s=, duration_s=, ...)

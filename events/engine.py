@@ -1,5 +1,5 @@
-"""The shared-WAN discrete-event engine (docs/model.md sections 11, 13, 14 and 15): SimPy and NumPy
-only.
+"""The shared-WAN discrete-event engine (docs/model.md sections 11, 13, 14, 15 and 16): SimPy and
+NumPy only.
 
 A run simulates a training job whose steps are built phase by phase from a :class:`Plan`:
 
@@ -30,6 +30,14 @@ waits on other jobs' transfers, so they need none either: each link applies its 
 when it is next read (a sync message arrives, the run takes its state). SimPy events are the
 job's: one per sync message and one per phase, however many links and however loaded.
 
+Sites that differ and workers that straggle (docs/model.md section 16): a plan may give each DC
+its own compute c_i and workers n_i, a family of per-worker step factors X (mean 1) and the
+sites' rule ("wait": H inner steps every DC; "scaled": H c_max / c_i). Each DC then runs as its
+own process, its inner steps c_i times the largest X of its workers (the intra-DC barrier
+every inner step), and the DCs meet only at the syncs (:func:`_sites_job`); the draws are
+:mod:`events.stragglers`'s, one seeded stream a DC, in blocks. Equal DCs with nothing straggling
+run the plain rounds above, unchanged.
+
 This module never imports jax or the closed forms; :mod:`events.plan` builds the plan from a
 scenario and :mod:`bandjax.phases`.
 """
@@ -42,6 +50,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import simpy
+
+from . import stragglers as _st
 
 TRACE_STEPS = 5  # steps recorded in a run's trace (the explorer page animates them)
 TRACE_POINTS = 300  # samples of the trace, evenly spaced over those steps
@@ -94,6 +104,11 @@ class Plan:
     link_latency_s: tuple[float, ...] = ()  # each link's last message to done (empty: latency_s)
     fragments: int = 1  # F: fragment syncs a round (sync_phases and wan_B are one fragment's)
     delay: int = 0  # tau: steps after its sync point a fragment sync is due
+    dc_compute_s: tuple[float, ...] = ()  # each DC's compute per inner step (empty: all compute_s)
+    dc_workers: tuple[int, ...] = ()  # each DC's workers n_i (empty: equal sites)
+    straggler: str = "none"  # the step factor's family: none, exponential, lognormal
+    straggler_s: float = 0.0  # its tail share s (exponential) or sigma (lognormal)
+    sites: str = "wait"  # "wait": H inner steps every DC; "scaled": H c_max / c_i
 
     def __post_init__(self):
         for name in ("compute_s", "wan_B", "wan_Bps", "message_B", "background_B", "latency_s"):
@@ -129,6 +144,39 @@ class Plan:
                 or not 0 <= self.delay <= self.sync_every - 1:
             raise ValueError(f"delay = {self.delay!r}: must be a whole number of steps from 0 to "
                              f"H - 1 = {self.sync_every - 1}")
+        _st.check(self.dc_compute_s, self.dc_workers, self.straggler, self.straggler_s, self.sites)
+        if self.dc_compute_s:
+            K = len(self.dc_compute_s)
+            if max(self.dc_compute_s) != self.compute_s:
+                raise ValueError(f"compute_s = {self.compute_s!r}: with each DC's compute "
+                                 f"(dc_compute_s = {self.dc_compute_s!r}) it must be the slowest "
+                                 f"DC's, {max(self.dc_compute_s)!r}")
+            if self.links not in (K, K * (K - 1)):
+                raise ValueError(f"dc_compute_s = {self.dc_compute_s!r}: {K} DCs, but links = "
+                                 f"{self.links} (a ring of {K} DCs uses {K} directed links, a "
+                                 f"mesh {K * (K - 1)}); give one value per DC")
+
+    @property
+    def per_dc(self) -> bool:
+        """Whether a run needs the per-DC rounds: a DC whose compute differs, or a step factor
+        that varies (docs/model.md section 16). Otherwise every DC is the plan's one."""
+        return bool(self.dc_compute_s) and (
+            len(set(self.dc_compute_s)) > 1 or _st.straggles(self.straggler, self.straggler_s))
+
+    def dc_steps(self) -> tuple[float, ...]:
+        """H_i, each DC's inner steps a round (H under "wait", H c_max / c_i under "scaled")."""
+        return _st.steps_per_round(self.dc_compute_s or (self.compute_s,), self.sync_every,
+                                   self.sites)
+
+    def useful_compute_s(self) -> float:
+        """The mean useful compute of an inner step, (sum_i n_i H_i c_i) / (N H), s: c with
+        equal sites; compute utilisation is this over the mean step (docs/model.md section 16,
+        the mean compute c_i only: waiting and straggling are not useful)."""
+        if not self.dc_compute_s:
+            return self.compute_s
+        N = sum(self.dc_workers)
+        return sum(n * h * c for n, h, c in zip(self.dc_workers, self.dc_steps(),
+                                                self.dc_compute_s)) / (N * self.sync_every)
 
     def rates_Bps(self) -> tuple[float, ...]:
         """Each link's capacity, B/s."""
@@ -158,10 +206,18 @@ class RunResult:
     messages: int  # link arrivals simulated (background and the sync's), warm-up included
     sim_s: float  # simulated time, warm-up included, s
     trace: dict = field(default_factory=dict)
+    useful_compute_s: float = math.nan  # mean useful compute of an inner step (Plan.useful_compute_s)
+    draws: int = 0  # worker step factors drawn (stragglers), warm-up round included
 
     @property
     def mean_s(self) -> float:
         return float(np.mean(self.step_s))
+
+    @property
+    def compute_utilisation(self) -> float:
+        """CU = (sum_i n_i H_i c_i) / (N H mean step): the share of wall time the GPUs do
+        useful compute (docs/model.md sections 14 and 16)."""
+        return self.useful_compute_s / self.mean_s
 
     def percentile_s(self, q: float) -> float:
         return float(np.percentile(self.step_s, q))
@@ -181,6 +237,7 @@ class RunResult:
             "queue_mean_mean": float(np.mean(self.queue_mean)),
             "queue_mean_max": float(np.max(self.queue_mean)),
             "queue_max_max": int(np.max(self.queue_max)),
+            "compute_utilisation": self.compute_utilisation, "draws": self.draws,
         }
 
 
@@ -361,29 +418,45 @@ def estimate_events(plan: Plan, load: float, steps: int, max_sim_s: float = MAX_
 
         sync messages   L ceil(wan_B / message_B) floor(steps / H)
         background      load (sum of the L links' B_i) / background_B x T,
-        T = min(max_sim_s, warm-up + steps x (c + (sync phases + max_i(wan_B / B_i + latency_i)) / H)
+        T = min(max_sim_s, warm-up + steps x (c M + (sync phases + max_i(wan_B / B_i + latency_i)) / H)
                                      / (1 - load))
 
     with L links, the simulated time T taking the load-0 step without overlap stretched by
-    1 / (1 - load) (an M/D/1 queue's stretch is smaller). Returns {"messages", "background", "total", "sim_s"}.
+    1 / (1 - load) (an M/D/1 queue's stretch is smaller), M the mean largest step factor of the
+    largest DC (1 when nothing straggles). With per-DC rounds (:attr:`Plan.per_dc`) also the
+    worker draws, N x inner steps (a DC's last fraction of a step a whole draw, the warm-up
+    round included: :func:`events.stragglers.draws_per_round`), and the SimPy milestones, K
+    (2 F + 1) a round. Returns {"messages", "background", "total", "sim_s", "draws",
+    "milestones"}.
     """
     syncs = steps // plan.sync_every * plan.fragments
     messages = plan.links * math.ceil(plan.wan_B / plan.message_B) * syncs if plan.wan_B > 0 else 0.0
     phases_s = sum(max([p.duration_s for p in phase], default=0.0) for phase in plan.sync_phases)
-    step0 = plan.compute_s + (phases_s + plan.wan_s()) * plan.fragments / plan.sync_every
+    draws = milestones = 0.0
+    factor = 1.0
+    if plan.per_dc:
+        rounds = -(-steps // plan.sync_every) + (1 if plan.delay > 0 else 0)
+        K = len(plan.dc_compute_s)
+        milestones = float(K * (2 * plan.fragments + 1) * rounds)
+        if _st.straggles(plan.straggler, plan.straggler_s):
+            draws = float(_st.draws_per_round(plan.dc_workers, plan.dc_steps()) * rounds)
+            factor = _st.max_moments(plan.straggler, plan.straggler_s, max(plan.dc_workers))[0]
+    step0 = plan.compute_s * factor + (phases_s + plan.wan_s()) * plan.fragments / plan.sync_every
     sim = warmup_s(plan, load) + steps * step0 / (1 - load)
     sim = min(sim, max_sim_s)
     background = load * sum(plan.rates_Bps()) / plan.background_B * sim
     return {"messages": messages, "background": background, "total": messages + background,
-            "sim_s": sim}
+            "sim_s": sim, "draws": draws, "milestones": milestones}
 
 
 def check_bounds(plan: Plan, load: float, steps: int, max_sim_s: float = MAX_SIM_S,
-                 max_events: float = math.inf, max_wall_s: float = math.inf) -> dict:
+                 max_events: float = math.inf, max_wall_s: float = math.inf,
+                 max_draws: float = _st.MAX_DRAWS) -> dict:
     """Refuse a run that cannot finish within its bounds, before it starts: ``ValueError`` if its
     warm-up alone is longer than ``max_sim_s`` (the load is too close to 1 for the background's
     transfer size), if its steps' compute alone would not fit in ``max_sim_s``, if it would
-    simulate more than ``max_events`` link arrivals, or if those would take more than
+    simulate more than ``max_events`` link arrivals or draw more than ``max_draws`` worker step
+    factors (stragglers, docs/model.md section 16), or if those would take more than
     ``max_wall_s`` wall seconds on one worker (:func:`check_budget`). Returns
     :func:`estimate_events`."""
     warm = warmup_s(plan, load)
@@ -400,6 +473,13 @@ def check_bounds(plan: Plan, load: float, steps: int, max_sim_s: float = MAX_SIM
             f"simulated time ({steps} x the compute time {plan.compute_s:.3g} s, plus "
             f"{warm:.3g} s of warm-up); raise max_sim_s or lower the steps")
     est = estimate_events(plan, load, steps, max_sim_s)
+    if est["draws"] > max_draws:
+        raise ValueError(
+            f"a run of {plan.variant} and {steps} steps would draw about {est['draws']:.3g} "
+            f"worker step factors ({sum(plan.dc_workers)} workers x "
+            f"{est['draws'] / sum(plan.dc_workers):.3g} inner steps, a DC's fraction of a step "
+            f"counted whole), over the bound max_draws = {max_draws:.3g} "
+            f"(events.stragglers.MAX_DRAWS); lower the steps or the workers")
     if est["total"] > max_events:
         raise ValueError(
             f"a run of {plan.variant} at load {load:g} and {steps} steps would simulate about "
@@ -416,12 +496,14 @@ def check_bounds(plan: Plan, load: float, steps: int, max_sim_s: float = MAX_SIM
 def wall_s(est: dict, workers: int = 1) -> float:
     """Wall seconds the link arrivals of :func:`estimate_events` (one run's, or a sweep's summed)
     take on ``workers`` workers, each simulating :data:`bandjax._limits.ENGINE_MESSAGES_PER_S` of
-    the sync's messages or :data:`bandjax._limits.ENGINE_EVENTS_PER_S` of other jobs' transfers a
-    second (both measured by ``python -m benchmarks.events_bench``)."""
+    the sync's messages (or per-DC milestones) or :data:`bandjax._limits.ENGINE_EVENTS_PER_S` of
+    other jobs' transfers a second, and drawing :data:`events.stragglers.DRAWS_PER_S` worker step
+    factors (all measured by ``python -m benchmarks.events_bench``)."""
     from bandjax import _limits
 
-    one = (est["messages"] / _limits.ENGINE_MESSAGES_PER_S
-           + est["background"] / _limits.ENGINE_EVENTS_PER_S)
+    one = ((est["messages"] + est.get("milestones", 0.0)) / _limits.ENGINE_MESSAGES_PER_S
+           + est["background"] / _limits.ENGINE_EVENTS_PER_S
+           + est.get("draws", 0.0) / _st.DRAWS_PER_S)
     return one / max(int(workers), 1)
 
 
@@ -446,7 +528,9 @@ def check_budget(est: dict, budget_s: float, workers: int = 1, what: str = "the 
         raise ValueError(
             f"{what} would simulate about {est['total']:.3g} link arrivals ({est['messages']:.3g} "
             f"sync messages at {_limits.ENGINE_MESSAGES_PER_S:.2g}/s and {est['background']:.3g} "
-            f"other jobs' transfers at {_limits.ENGINE_EVENTS_PER_S:.2g}/s a worker), about "
+            f"other jobs' transfers at {_limits.ENGINE_EVENTS_PER_S:.2g}/s a worker"
+            + (f"; and draw {est['draws']:.3g} worker step factors at {_st.DRAWS_PER_S:.2g}/s"
+               if est.get("draws", 0) > 0 else "") + "), about "
             f"{duration_text(t)} on {max(int(workers), 1)} worker(s); the budget is "
             f"{duration_text(budget_s)} ({budget_s:g} s): lower the steps, seeds or loads, raise "
             f"the message or transfer size, or raise the budget ({option})")
@@ -526,8 +610,14 @@ def simulate(plan: Plan, load: float, seed: int = 0, steps: int = 400, *,
                         link.log = None
 
     rounds = plan.fragments > 1 or plan.delay > 0
-    proc = env.process(_rounds_job(env, plan, links, start, step_s, st) if rounds
-                       else job())
+    factors = None
+    if plan.per_dc:
+        factors = _st.StepFactors(plan.dc_workers or (1,) * len(plan.dc_compute_s),
+                                  plan.straggler, plan.straggler_s, seed)
+        proc = env.process(_sites_job(env, plan, links, start, step_s, st, factors))
+    else:
+        proc = env.process(_rounds_job(env, plan, links, start, step_s, st) if rounds
+                           else job())
     env.run(until=env.any_of([proc, env.timeout(max_sim_s)]))
     if not proc.triggered:
         raise SimulationBoundError(
@@ -543,12 +633,15 @@ def simulate(plan: Plan, load: float, seed: int = 0, steps: int = 400, *,
         area = b["remaining_s"] + (e["sojourn_s"] - b["sojourn_s"]) - e["remaining_s"]
         utilisation.append(busy / duration)
         queue_mean.append(area / duration)
-    trace = _trace(st, plan, start, trace_points) if trace_steps and not rounds else {}
+    plain = not rounds and factors is None
+    trace = _trace(st, plan, start, trace_points) if trace_steps and plain else {}
     return RunResult(
         variant=plan.variant, load=load, seed=int(seed), step_s=step_s,
         utilisation=tuple(utilisation), queue_mean=tuple(queue_mean),
         queue_max=tuple(link.queue_max for link in links),
-        messages=sum(link.arrivals for link in links), sim_s=end, trace=trace)
+        messages=sum(link.arrivals for link in links), sim_s=end, trace=trace,
+        useful_compute_s=plan.useful_compute_s(),
+        draws=0 if factors is None else factors.draws)
 
 
 def _rounds_job(env: simpy.Environment, plan: Plan, links: tuple, start: float, step_s: np.ndarray,
@@ -601,6 +694,118 @@ def _rounds_job(env: simpy.Environment, plan: Plan, links: tuple, start: float, 
                 step_s[k] = env.now - step_start
                 st["done"] = k + 1
             step_start = env.now
+
+
+def _sites_job(env: simpy.Environment, plan: Plan, links: tuple, start: float,
+               step_s: np.ndarray, st: dict, factors: _st.StepFactors):
+    """The job with per-DC compute or stragglers (docs/model.md section 16): one process per DC,
+    each on its own compute's progress, meeting only at the syncs.
+
+    DC i's progress is counted in its own inner steps: a round is H_i of them
+    (:meth:`Plan.dc_steps`; floor(H_i) whole steps and a last fraction, :func:`events.stragglers
+    .pieces`), inner step k taking c_i M_k (M_k the largest step factor of its n_i workers,
+    drawn a round at a time from :class:`events.stragglers.StepFactors`) and a fraction of a
+    step that fraction of it. Within a step, progress runs at an even pace, as in
+    :func:`_rounds_job`. Fragment j of round r: DC i is ready f of a step before its sync point
+    r H_i + j H_i / F (the gradients of its last step are ready during that step's backward,
+    which ends when the DC's slowest worker does: f of the step's actual compute, c_i M f), the
+    sync starts when every DC is ready and is due ``delay`` of DC i's own steps after its sync
+    point, where DC i waits until it is done. So without stragglers, at load 0 and while the
+    windows do not overlap, a step is c_max + F max(0, comm_frag - window) / H with window
+    (f + tau) c_max under "wait" (the slowest DC is ready last and due last) and (f + tau) c_min
+    under "scaled" (every DC's round is H c_max, so the fastest DC, whose steps are shortest, is
+    ready last and due first).
+
+    The DCs meet only at the syncs, so an inner step has no common end: the job's round ends
+    when the last DC ends it (its waits at the round's end included), and each of its H steps is
+    recorded as the round's time / H (at H = 1 each step's own time). A last, partial round of
+    m < H steps runs m / H of every DC's round, without a sync, as the plain job's does. One
+    round runs first as a warm-up when tau > 0, as in :func:`_rounds_job`.
+    """
+    H, F, f, tau = plan.sync_every, plan.fragments, plan.overlap, plan.delay
+    c, H_i = plan.dc_compute_s, plan.dc_steps()
+    K, steps = len(c), step_s.size
+    warm = 1 if tau > 0 else 0
+    full, left = divmod(steps, H)
+    R = warm + full + (1 if left else 0)
+    START, DUE, END = 0, 1, 2
+    readies: dict = {}
+    syncs: dict = {}
+    ends = np.zeros((K, R))
+    ended = [0] * R
+
+    def sync(key):
+        if key not in syncs:
+            readies[key] = [env.event() for _ in range(K)]
+            syncs[key] = env.process(_when_ready(env, readies[key], plan, links))
+        return syncs[key]
+
+    def dc(i):
+        h = H_i[i]
+        lengths = _st.pieces(h)
+        edges = np.concatenate(([0.0], np.cumsum(lengths)))
+        edges[-1] = h
+        marks = []
+        for r in range(R):
+            partial = bool(left) and r == R - 1
+            marks.append((r * h + (h * left / H if partial else h), math.inf, END, r))
+            if not partial:
+                for j in range(1, F + 1):
+                    point, n = r * h + j * h / F, r * F + j
+                    marks.append((point - f, 2 * n, START, (r, j)))
+                    marks.append((point + tau, 2 * n + 1, DUE, (r, j)))
+        marks.sort(key=lambda m: (m[0], m[1]))
+        cap = max(m[0] for m in marks if m[2] == END)  # the last round's end
+        starts, cums = [0.0], []  # compute done at each round's start; within each round
+
+        def compute_at(q):  # compute seconds done at progress q (its own steps)
+            r = min(max(int(q // h), 0), R - 1)
+            while len(cums) <= r:
+                d = c[i] * factors.take(i, lengths.size) * lengths
+                cum = np.concatenate(([0.0], np.cumsum(d)))
+                cums.append(cum)
+                starts.append(starts[-1] + cum[-1])
+            return starts[r] + float(np.interp(min(max(q - r * h, 0.0), h), edges, cums[r]))
+
+        done = 0.0
+        for q, _, kind, key in marks:
+            if q > cap:
+                continue
+            at = compute_at(q)
+            if at > done:
+                yield env.timeout(at - done)
+                done = at
+            if kind == START:
+                sync(key)
+                readies[key][i].succeed()
+            elif kind == DUE:
+                yield sync(key)
+            else:
+                ends[i, key] = env.now
+                ended[key] += 1
+                if ended[key] == K and key >= warm:
+                    st["done"] = min(steps, (key - warm + 1) * H)
+
+    if start > 0:
+        yield env.timeout(start)
+    st["begin"] = [link.state(env.now) for link in links]
+    for link in links:
+        link.log = None  # the trace covers the plain rounds only
+    t0 = env.now
+    yield env.all_of([env.process(dc(i)) for i in range(K)])
+    round_end = ends.max(axis=0)
+    prev = t0 if warm == 0 else round_end[0]
+    for r in range(warm, R):
+        k0 = (r - warm) * H
+        k1 = min(k0 + H, steps)
+        step_s[k0:k1] = (round_end[r] - prev) / (k1 - k0)
+        prev = round_end[r]
+
+
+def _when_ready(env: simpy.Environment, readies: list, plan: Plan, links: tuple):
+    """A fragment sync that starts when every DC is ready for it."""
+    yield env.all_of(readies)
+    yield env.process(_sync(env, plan, links, 0.0, None))
 
 
 def _trace(st: dict, plan: Plan, start: float, points: int) -> dict:

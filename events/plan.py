@@ -14,6 +14,7 @@ from bandjax import links as _links
 from bandjax import phases as _phases
 from bandjax.scenario import Scenario
 
+from . import stragglers as _st
 from .engine import Part, Plan
 
 
@@ -42,7 +43,57 @@ def sync_every(sc: Scenario, variant: str | None = None) -> int:
     return int(H)
 
 
-def build(sc: Scenario, variant: str) -> Plan:
+def sites(sc: Scenario, variant: str | None = None, *, compute_s=None, workers=None,
+          straggler=None, straggler_s=None, rule=None
+          ) -> tuple[tuple[float, ...], tuple[int, ...], str, float, str]:
+    """Each DC's compute and workers, the stragglers' family and parameter, and the sites' rule
+    (docs/model.md section 16), for :func:`build`: each argument given here, else the
+    scenario's.
+
+    From the scenario: ``straggler`` (0 none, 1 exponential, 2 lognormal, or the name) and
+    ``straggler_s`` where it has them (default none, 0); each DC's compute and workers from
+    ``sc.sites`` where it has one (an object or mapping with ``compute_s`` and ``workers``, one
+    value a DC, and optionally ``rule``), else every DC the scenario's c and n (``dcs`` DCs);
+    the rule from the variant's ``sites`` or ``sc.sites``, else "wait". Returns (compute_s,
+    workers, straggler, straggler_s, rule), checked (:func:`events.stragglers.check`): a tuple
+    of the wrong length, a DC without workers or compute, a family, parameter or rule not
+    allowed is a ``ValueError`` naming it.
+    """
+    K = int(float(sc.dcs))
+    table = getattr(sc, "sites", None)
+
+    def read(name):
+        if table is None:
+            return None
+        return table.get(name) if isinstance(table, dict) else getattr(table, name, None)
+
+    if compute_s is None:
+        compute_s = read("compute_s")
+    if compute_s is None:
+        compute_s = (float(sc.gpu_compute_s),) * K
+    if workers is None:
+        workers = read("workers")
+    if workers is None:
+        n = float(sc.workers_per_dc)
+        workers = (int(n) if n.is_integer() else n,) * K
+    compute_s, workers = tuple(compute_s), tuple(workers)
+    for name, values in (("dc_compute_s", compute_s), ("dc_workers", workers)):
+        if len(values) != K:
+            raise ValueError(f"{name} = {values!r}: {len(values)} values for {K} DCs (dcs = "
+                             f"{K}); give one per DC")
+    if straggler is None:
+        straggler = getattr(sc, "straggler", 0.0)
+        straggler = straggler if isinstance(straggler, str) else float(straggler)
+    if straggler_s is None:
+        straggler_s = float(getattr(sc, "straggler_s", 0.0))
+    if rule is None:
+        own = getattr(sc.variant(variant), "sites", None) if variant is not None else None
+        rule = own or read("rule") or "wait"
+    return _st.check(compute_s, workers, straggler, straggler_s, rule)
+
+
+def build(sc: Scenario, variant: str, *, compute_s=None, workers=None, straggler=None,
+          straggler_s=None, sites_rule=None) -> Plan:
     """The steps of ``variant`` under scenario ``sc``, one DC's phases in order.
 
     Sync phases: worker port (port bytes / worker port rate); the module's four pipelined stages
@@ -53,6 +104,12 @@ def build(sc: Scenario, variant: str) -> Plan:
     zero-byte phase is left out. With the variant's F fragments (docs/model.md section 14) these
     are one fragment's: every byte term / F, d and latency in full; each fragment sync starts f c
     before its sync point and is due ``delay`` steps after it.
+
+    Sites and stragglers (docs/model.md section 16; :func:`sites`): ``compute_s`` (each DC's
+    compute per inner step, s), ``workers`` (each DC's n_i), ``straggler`` ("none",
+    "exponential", "lognormal"), ``straggler_s`` (s or sigma) and ``sites_rule`` ("wait",
+    "scaled"), each the scenario's when not given. Equal sites with nothing straggling build
+    the plan of equal DCs (no per-DC fields), the engine's plain rounds.
     """
     v = sc.variant(variant)
     f = _Floats(sc)
@@ -74,12 +131,18 @@ def build(sc: Scenario, variant: str) -> Plan:
     if not (wan_Bps > 0 and math.isfinite(wan_Bps)):
         raise ValueError(f"wan_Bps = {sc.wan_Bps!r}: the WAN bandwidth must be a finite number > 0 B/s")
     rates, latencies = _per_link(sc, float(t.hops))
-    return Plan(variant=variant, compute_s=f.gpu_compute_s, sync_phases=tuple(phases),
+    c, n, name, param, rule = sites(sc, variant, compute_s=compute_s, workers=workers,
+                                    straggler=straggler, straggler_s=straggler_s, rule=sites_rule)
+    per_dc = len(set(c)) > 1 or _st.straggles(name, param)
+    per_dc_fields = dict(dc_compute_s=c, dc_workers=n, straggler=name, straggler_s=param,
+                         sites=rule) if per_dc else {}
+    return Plan(variant=variant, compute_s=max(c) if per_dc else f.gpu_compute_s,
+                sync_phases=tuple(phases),
                 wan_B=float(t.wan_B) / F, wan_Bps=min(rates, default=wan_Bps), message_B=f.wan_message_B,
                 background_B=f.background_B, sync_every=sync_every(sc, variant), links=int(t.links),
                 latency_s=max(latencies, default=float(t.hops) * f.wan_latency_s),
                 overlap=f.overlap_fraction, link_Bps=rates, link_latency_s=latencies,
-                fragments=F, delay=int(v.delay))
+                fragments=F, delay=int(v.delay), **per_dc_fields)
 
 
 def _per_link(sc: Scenario, hops: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
@@ -107,8 +170,13 @@ def _per_link(sc: Scenario, hops: float) -> tuple[tuple[float, ...], tuple[float
     return rates, latencies
 
 
-def run(sc: Scenario, variant: str, load: float, seed: int = 0, steps: int = 400, **kwargs):
-    """Simulate ``variant`` under ``sc``; keyword arguments go to :func:`events.engine.simulate`."""
+def run(sc: Scenario, variant: str, load: float, seed: int = 0, steps: int = 400, *,
+        compute_s=None, workers=None, straggler=None, straggler_s=None, sites_rule=None,
+        **kwargs):
+    """Simulate ``variant`` under ``sc``; the sites' and stragglers' arguments go to
+    :func:`build`, other keyword arguments to :func:`events.engine.simulate`."""
     from .engine import simulate
 
-    return simulate(build(sc, variant), load, seed, steps, **kwargs)
+    plan = build(sc, variant, compute_s=compute_s, workers=workers, straggler=straggler,
+                 straggler_s=straggler_s, sites_rule=sites_rule)
+    return simulate(plan, load, seed, steps, **kwargs)

@@ -160,7 +160,8 @@ class _Job:
         n_grid = len(g.axes)
         leaves = {k: np.broadcast_to(v, g.shape) for k, v in g.leaves.items()}
         tasks = []
-        total = {"messages": 0.0, "background": 0.0, "total": 0.0}
+        total = {"messages": 0.0, "background": 0.0, "total": 0.0, "draws": 0.0,
+                 "milestones": 0.0}
         plans: dict = {}  # one plan per grid point and variant, one estimate per plan and load:
         estimates: dict = {}  # seeds share both, so a sweep of many seeds is checked in ms
         for idx in points:
