@@ -333,6 +333,38 @@ def test_atomic_write_refuses_non_regular(tmp_path):
     assert Path("/dev/null").is_char_device() and fifo.is_fifo()
 
 
+def test_a_killed_write_is_cleaned_by_the_next(tmp_path):
+    """A write killed before its rename left `.r.nc.*.part` (up to 109 MB) that no later run
+    removed: the next write into that folder, of any file, removes it; a live writer's is kept."""
+    import time as _time
+
+    script = ("import os, sys, time\n"
+              "from bandjax import _io\n"
+              "os.fsync = lambda fd: time.sleep(600)\n"  # held between the write and the rename
+              "_io.atomic_write_bytes(sys.argv[1], b'x' * 1000)\n")
+    p = subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "r.nc")],
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        for _ in range(600):
+            parts = list(tmp_path.glob(".r.nc.*.part"))
+            if parts:
+                break
+            _time.sleep(0.1)
+        assert parts, "the writer never started"
+        _io.atomic_write_text(tmp_path / "other.txt", "x")  # the writer is alive: kept
+        assert parts[0].exists()
+    finally:
+        p.kill()
+        p.wait()
+    _io.atomic_write_text(tmp_path / "other.txt", "y")
+    assert not list(tmp_path.glob(".*.part")) and (tmp_path / "other.txt").read_text() == "y"
+    assert not (tmp_path / "r.nc").exists()
+    # another program's .part file is never ours to remove
+    (tmp_path / ".download.part").write_text("z")
+    _io.atomic_write_text(tmp_path / "other.txt", "w")
+    assert (tmp_path / ".download.part").exists()
+
+
 # ------------------------------------------------------------------ the page
 
 def test_page_json_has_no_angle_bracket():
