@@ -25,6 +25,7 @@ import numpy as np
 
 from . import variants as _variants
 from ._io import atomic_write_text
+from ._limits import MAX_LINK_DCS
 from .links import Links
 from .units import ScenarioError, format_quantity, parse
 from .variants import NEVER, TOPOLOGIES, Rule, Variant
@@ -210,6 +211,7 @@ LIMITS: dict[str, tuple] = {
     "overlap_fraction": (0.0, True, 1.0, True, False, False),
     "workers_per_dc": (1.0, True, math.inf, False, True, False),
     "dcs": (2.0, True, math.inf, False, True, False),
+    "sync_every_H": (1.0, True, math.inf, False, True, False),
     "topology": (0.0, True, 1.0, True, True, False),
     "failure_rate_per_hour": _NONNEGATIVE, "restart_s": _NONNEGATIVE, "checkpoint_write_s": _NONNEGATIVE,
 }
@@ -298,6 +300,9 @@ def _numbers(where: str, value, allowed):
     if x.size == 0:
         raise ScenarioError(f"{where} = {value!r}: empty; expected {allowed}")
     return x.astype(float).ravel()
+
+
+numbers = _numbers  # for the other entry points' arguments (the same refusals, the same words)
 
 
 def _check_active(value) -> None:
@@ -449,15 +454,8 @@ class Scenario:
                                     f"{', '.join(_variants.TOPOLOGIES)}")
             changes["topology"] = float(_variants.TOPOLOGIES.index(topology))
         links = changes.get("links", self.links)
-        if links is not None and "dcs" in changes:
-            dcs = changes["dcs"]
-            # a traced K (a derivative over every field at once) is not checked, as check_field
-            concrete = isinstance(dcs, (int, float, np.ndarray, np.number, list, tuple))
-            if concrete and not np.all(np.asarray(dcs, dtype=float) == links.K):
-                raise ScenarioError(
-                    f"[cluster] dcs = {dcs!r}: this scenario has per-link values for {links.K} DCs "
-                    f"({', '.join(links.names)}), so K comes from its links table; give a new "
-                    "table with with_links(...) instead of changing dcs")
+        if "dcs" in changes:
+            check_dcs_of_links(changes["dcs"], links)
         if "links" in changes and links is not None:
             changes["dcs"] = float(links.K)
         for name, value in changes.items():
@@ -517,16 +515,24 @@ class Scenario:
         (s); ``symmetric`` changes ``target`` -> ``source`` too. Equal links (``links`` None) are
         first written as a table named ``dc0``...; ``wan_Bps`` and ``wan_latency_s`` follow the
         new slowest and longest links."""
+        from .links import link_number
+
         B, L, names = self.link_values()
         if source not in names or target not in names or source == target:
             raise ScenarioError(f"link {source!r} -> {target!r} is not a link; DCs: {', '.join(names)}")
+        where = f"with_link({source!r}, {target!r})"
+        bandwidth = None if bandwidth is None else link_number(f"{where} bandwidth", bandwidth)
+        latency = None if latency is None else link_number(f"{where} latency", latency)
         i, j = names.index(source), names.index(target)
         for a, b in ((i, j), (j, i)) if symmetric else ((i, j),):
             if bandwidth is not None:
                 B[a, b] = bandwidth
             if latency is not None:
                 L[a, b] = latency
-        return self.with_links(np.nan_to_num(B, nan=1.0), np.nan_to_num(L, nan=0.0), names)
+        # only the diagonal is filled (it means nothing): a NaN given for a link is refused there
+        np.fill_diagonal(B, 1.0)
+        np.fill_diagonal(L, 0.0)
+        return self.with_links(B, L, names)
 
     def with_variants(self, variants, *, steps=None) -> "Scenario":
         """This scenario with each of ``variants`` added (or replaced, by id), e.g.
@@ -652,16 +658,27 @@ def _check_fixed(sc: Scenario) -> None:
         raise ScenarioError(f"[{FIXED_SECTION}] keys {sorted(unknown) or sorted(missing)} "
                             f"{'are not variants' if unknown else 'are missing'}; "
                             f"allowed: {', '.join(ids)}")
-    dcs = None if sc.links is None else _numbers("[cluster] dcs", sc.dcs, "a whole number >= 2")
-    if dcs is not None and not np.all(dcs == sc.links.K):  # a traced K (derivatives) is not checked
-        raise ScenarioError(f"[cluster] dcs = {sc.dcs!r}: the links table has {sc.links.K} DCs "
-                            f"({', '.join(sc.links.names)}); K comes from it")
+    check_dcs_of_links(sc.dcs, sc.links)
     for vid, d in sc.fixed_s.items():
         x = _numbers(f"[{FIXED_SECTION}] {vid}", d, "a time >= 0 s")
         if x is not None and not np.all(np.isfinite(x) & (x >= 0)):
             bad = float(x[np.argmin(np.isfinite(x) & (x >= 0))])
             raise ScenarioError(f"[{FIXED_SECTION}] {vid} = {_time_text(bad)}: must be a finite "
                                 "time >= 0 s")
+
+
+def check_dcs_of_links(dcs, links) -> None:
+    """With per-link values (``links`` not None) K comes from the table: ``dcs`` must equal its
+    number of DCs, wherever dcs is given (replace, a measurement row). A traced K (a derivative
+    over every field at once) is not checked, as :func:`check_field`."""
+    if links is None:
+        return
+    x = _numbers("[cluster] dcs", dcs, "a whole number >= 2")
+    if x is not None and not np.all(x == links.K):
+        raise ScenarioError(
+            f"[cluster] dcs = {dcs!r}: this scenario has per-link values for {links.K} DCs "
+            f"({', '.join(links.names)}), so K comes from its links table; give a new table with "
+            "with_links(...) instead of changing dcs")
 
 
 def _concrete_floats(*values):
@@ -685,14 +702,20 @@ def check_overrides(sc: Scenario, leaves: dict) -> None:
 
 
 RELATED_FIELDS = frozenset({"budget_low_FLOPs", "budget_high_FLOPs", "params",
-                            "dense_bytes_per_param", "topk_bytes_per_value"})
+                            "dense_bytes_per_param", "topk_bytes_per_value", "sync_every_H"})
 """The numeric fields that :func:`_check_relations` reads (besides the variants, which no sweep
 overrides)."""
 
 
 def _check_relations(sc: Scenario) -> None:
-    """What holds between fields: budget_low <= budget_high, and the byte counts derived from
-    the parameters finite (params = 1e308 would make the dense delta inf bytes)."""
+    """What holds between fields: budget_low <= budget_high, the byte counts derived from
+    the parameters finite (params = 1e308 would make the dense delta inf bytes), and each
+    variant's delay and fragments within the scenario's H where it takes that H (checked
+    whichever side changes: a variant added, or H replaced or swept)."""
+    tied = tuple(v for v in sc.variants if v.sync_every is None and (v.delay or v.fragments > 1))
+    H = _concrete_floats(sc.sync_every_H) if tied else None
+    if H is not None:
+        check_methods(tied, H[0])
     pair = _concrete_floats(sc.budget_low_FLOPs, sc.budget_high_FLOPs)
     if pair is not None and not np.all(pair[0] <= pair[1]):
         raise ScenarioError(f"[module] budget_low = {format_quantity(float(np.max(pair[0])), 'flop_rate')!r} "
@@ -726,7 +749,6 @@ def validate(sc: Scenario) -> Scenario:
         _check_active(sc.active_params)
     if sc.checkpoint_every_s is not None:
         _check_checkpoint(sc.checkpoint_every_s)
-    check_methods(sc.variants, sc.sync_every_H)
     _check_fixed(sc)
     _check_relations(sc)
     enobs = sc.steps.measured_enobs(registry=sc.variants)
@@ -945,6 +967,9 @@ def _links_from_toml(entries: dict) -> tuple[np.ndarray, np.ndarray, tuple[str, 
     K = len(names)
     if K < 2:
         raise ScenarioError(f"[links] pairs: {K} DC named; links join K >= 2 DCs")
+    if K > MAX_LINK_DCS:
+        raise ScenarioError(f"[links] pairs: {K:,} DCs named; at most {MAX_LINK_DCS:,} "
+                            "(bandjax._limits.MAX_LINK_DCS)")
     B, L = np.full((K, K), np.nan), np.full((K, K), np.nan)
     given: dict[tuple[int, int], int] = {}
     for n, src, dst, wan, latency, symmetric in parsed:
@@ -959,7 +984,8 @@ def _links_from_toml(entries: dict) -> tuple[np.ndarray, np.ndarray, tuple[str, 
     missing = [f"{names[i]} -> {names[j]}" for i in range(K) for j in range(K)
                if i != j and (i, j) not in given]
     if missing:
-        raise ScenarioError(f"[links] pairs: no row gives {', '.join(missing)}; every ordered pair of "
+        shown = ", ".join(missing[:6]) + (f" and {len(missing) - 6:,} more" if len(missing) > 6 else "")
+        raise ScenarioError(f"[links] pairs: no row gives {shown}; every ordered pair of "
                             "DCs needs a row (symmetric = true on a row gives both directions)")
     np.fill_diagonal(B, 1.0)
     np.fill_diagonal(L, 0.0)
@@ -991,6 +1017,13 @@ def _registry_from_toml(table: dict) -> tuple[Variant, ...]:
         if vid != "only":
             registry[vid] = _variant_from_toml(vid, entry, defaults.get(vid))
     if only is not None:
+        if not (isinstance(only, list) and only and all(isinstance(v, str) for v in only)):
+            raise ScenarioError(f"[{VARIANTS_SECTION}] only = {only!r}: expected a list of variant "
+                                f"ids; allowed: {', '.join(registry)}")
+        twice = sorted({v for v in only if only.count(v) > 1})
+        if twice:
+            raise ScenarioError(f"[{VARIANTS_SECTION}] only = {only!r}: {', '.join(twice)} given "
+                                "more than once; give each variant once")
         unknown = [v for v in only if v not in registry]
         if unknown:
             raise ScenarioError(f"[{VARIANTS_SECTION}] only = {only!r}: {unknown} are not variants; "
