@@ -44,6 +44,7 @@ def as_list(name, values) -> tuple[list, bool]:
     values = list(np.asarray(values).tolist()) if not isinstance(values, (list, tuple)) else list(values)
     if not values:
         raise ValueError(f"{name} = []: give at least one value")
+    check_distinct(name, values)
     return values, True
 
 
@@ -55,7 +56,34 @@ def as_values(name, values) -> tuple[list | np.ndarray, bool]:
     _check_count(name, values.size)
     if not values.size:
         raise ValueError(f"{name} = []: give at least one value")
+    check_distinct(name, values)
     return np.array(values, dtype=float), True
+
+
+def check_distinct(name, values) -> None:
+    """Each value of a dimension once: a repeat would give the same grid point twice (a row
+    printed twice, a coordinate xarray cannot select by). A ``ValueError`` names the dimension,
+    the values as given and the repeat. An array in order (a linspace, a geomspace) is passed
+    by one comparison along it; values that cannot be compared are left to their own checks."""
+    if isinstance(values, np.ndarray):
+        if values.size < 2 or np.all(values[1:] > values[:-1]) or np.all(values[1:] < values[:-1]):
+            return
+        kept, counts = np.unique(values[~np.isnan(values)], return_counts=True)
+        twice = kept[counts > 1].tolist()
+    else:
+        seen, twice = set(), []
+        for x in values:
+            try:
+                if x in seen and x not in twice:
+                    twice.append(x)
+                seen.add(x)
+            except TypeError:  # unhashable (a list among the values): its own check names it
+                return
+    if twice:
+        shown = repr(values.tolist() if isinstance(values, np.ndarray) else values)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        raise ValueError(f"{name} = {shown}: {', '.join(map(repr, twice))} given more than once; "
+                         "give each value once")
 
 
 def _check_count(name, n) -> None:

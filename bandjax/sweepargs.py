@@ -203,6 +203,7 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
         add("workers_per_dc", workers_per_dc, ns, {"workers_per_dc": [float(n) for n in ns]})
     if H is not None:
         vals, _ = as_list("H", H)
+        _whole("H", vals, 1)  # inner steps a round: before a variant's delay is read against it
         hs = positive("H", vals, "steps")
         # each variant's delay and fragments must fit every H it takes
         check_methods(tuple(v for v in sc.variants if not v.own_method), hs)
