@@ -50,6 +50,7 @@ from .roots import (A_WINS, B_WINS, CROSSES, NEITHER, NOT_AVAILABLE, STATUS_NAME
 from .links import scaling_note
 from .parameters import FIXED_PREFIX, scenario_parameter, with_parameters
 from .scenario import BASES, FIELDS, Scenario, numbers
+from .units import _digits
 from .step import (COMPONENTS, STAGES, budget_break_even_FLOPs, col, fragment_parts_s, module_stages_s,
                    step_s, sum_parts, sync_method, traffic_B, window_s)
 
@@ -623,9 +624,14 @@ def check_range(lo, hi, units: str, names: str = "range") -> tuple[float, float]
         if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
             raise ValueError(f"{names} = ({lo!r}, {hi!r}): expected two real numbers with "
                              f"0 < lo < hi ({units})")
-    if not (math.isfinite(lo) and math.isfinite(hi) and 0 < lo < hi):
-        raise ValueError(f"{names} = ({lo!r}, {hi!r}): must be finite with 0 < lo < hi ({units})")
-    return float(lo), float(hi)
+    try:
+        lo_, hi_ = float(lo), float(hi)
+    except OverflowError:  # an integer past the largest float
+        lo_ = hi_ = math.nan
+    if not (math.isfinite(lo_) and math.isfinite(hi_) and 0 < lo_ < hi_):
+        shown = ", ".join(_digits(x) if isinstance(x, int) else repr(x) for x in (lo, hi))
+        raise ValueError(f"{names} = ({shown}): must be finite with 0 < lo < hi ({units})")
+    return lo_, hi_
 
 
 def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
@@ -658,6 +664,10 @@ def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
     a, b = resolve_variant(a, sc.variants, what="a"), resolve_variant(b, sc.variants, what="b")
     if a == b:
         raise ValueError(f"a = b = {a!r}: a break-even needs two different variants")
+    for what, value in (("over", over), ("basis", basis)):
+        if not isinstance(value, str):
+            raise ValueError(f"{what} = {value!r}: expected a name (text): over 'bandwidth', "
+                             "'budget' or a parameter; basis 'hypothesis' or 'exact'")
     parameter = OVER.get(over, over)
     _check_parameter(parameter, sc)
     if parameter == "enob":

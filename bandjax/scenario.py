@@ -27,7 +27,7 @@ from . import variants as _variants
 from ._io import atomic_write_text
 from ._limits import MAX_LINK_DCS
 from .links import Links
-from .units import ScenarioError, format_quantity, parse
+from .units import ScenarioError, _digits, format_quantity, parse
 from .variants import NEVER, TOPOLOGIES, Rule, Variant
 
 if sys.version_info >= (3, 11):
@@ -461,6 +461,8 @@ class Scenario:
         for name, value in changes.items():
             if name in LIMITS:
                 check_field(name, value, whole=False)
+                if isinstance(value, (list, tuple)):  # a leaf is a number or an array, not a list
+                    changes[name] = np.asarray(value, dtype=float)
         if changes.get("active_params") is not None:
             _check_active(changes["active_params"])
         if changes.get("checkpoint_every_s") is not None:
@@ -616,7 +618,11 @@ def budget_value(budget) -> float:
     if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, (int, float, np.integer, np.floating)):
         raise ValueError(f"budget = {budget!r}: expected 'free', 'low', 'high' or a number of "
                          "GFLOP/s > 0")
-    value = float(budget)
+    try:
+        value = float(budget)
+    except OverflowError:  # an integer past the largest float
+        raise ValueError(f"budget = {_digits(budget)}: too large for a 64-bit float; give 'free' "
+                         "for no bound") from None
     if not value > 0:
         raise ValueError(f"budget = {budget!r}: must be > 0 GFLOP/s, or 'free'")
     return value * 1e9
@@ -752,8 +758,9 @@ def validate(sc: Scenario) -> Scenario:
     _check_fixed(sc)
     _check_relations(sc)
     enobs = sc.steps.measured_enobs(registry=sc.variants)
-    if enobs and float(sc.enob) not in enobs:
-        raise ScenarioError(f"[band] enob = {sc.enob!r}: outside the steps table; measured ENOB: "
+    outside = [float(e) for e in np.ravel(sc.enob) if float(e) not in enobs] if enobs else []
+    if outside:  # (a grid of ENOB is checked value by value)
+        raise ScenarioError(f"[band] enob = {outside[0]!r}: outside the steps table; measured ENOB: "
                             f"{', '.join(str(e) for e in enobs)}")
     if sc.uncertain:
         from .distributions import check
