@@ -8,6 +8,8 @@ import os
 import time
 from pathlib import Path
 
+from ._io import remove_cut_short
+
 
 class CacheWarning(UserWarning):
     """The cache folder cannot be used (the command line prints it as one line)."""
@@ -81,6 +83,7 @@ def trim(folder: Path, pattern: str, keep: int, companions: tuple[str, ...] = ()
         old.unlink(missing_ok=True)
         for suffix in companions:
             old.with_suffix(suffix).unlink(missing_ok=True)
+    remove_cut_short(folder)  # a write whose process has ended, at once
     stale = time.time() - PART_STALE_S
     for part in folder.glob(".*.part"):
         if 0.0 < _mtime(part) < stale:

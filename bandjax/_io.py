@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -33,14 +34,50 @@ def check_regular_or_absent(path: str | os.PathLike, what: str = "file") -> None
                       "file")
 
 
+_PART = re.compile(r"\..+\.bj(?P<pid>\d+)-[A-Za-z0-9_]+\.part")
+"""A temporary file of :func:`atomic_write_bytes`: ``.NAME.bj<pid>-<random>.part``, named by the
+process that writes it, so that one left by a process that has ended is known at once."""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):  # another user's process, or no pid at all: kept
+        return True
+    return True
+
+
+def remove_cut_short(folder: str | os.PathLike) -> None:
+    """Remove from ``folder`` the temporary files of writes whose process ended before the
+    rename (killed mid-write: a netCDF of 100 MB stays behind otherwise). Only this module's
+    ``.NAME.bj<pid>-*.part`` files are touched, and only where that process is gone; a file
+    removed meanwhile or one that cannot be removed is skipped."""
+    try:
+        parts = list(Path(folder).glob(".*.part"))
+    except OSError:
+        return
+    for part in parts:
+        m = _PART.fullmatch(part.name)
+        if m and int(m["pid"]) != os.getpid() and not _alive(int(m["pid"])):
+            try:
+                part.unlink(missing_ok=True)
+            except OSError:
+                pass
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder and a rename, so a
     reader (or a crash) never sees half a file. A ``path`` that exists and is not a regular file
-    (``/dev/full``, a FIFO, a directory) is refused with ``OSError`` and left alone."""
+    (``/dev/full``, a FIFO, a directory) is refused with ``OSError`` and left alone. Temporary
+    files that a killed write left in the folder are removed first (:func:`remove_cut_short`)."""
     path = Path(path)
     check_regular_or_absent(path, "output file")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    remove_cut_short(path.parent)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.bj{os.getpid()}-",
+                               suffix=".part")
     try:
         # mkstemp makes the file private (0600); give it the permissions open() would have
         umask = os.umask(0)

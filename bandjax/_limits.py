@@ -49,6 +49,18 @@ of 1,000)."""
 MAX_LOCAL_WORKERS = 64
 """Worker processes of a LocalCluster made for one command (each a few hundred MB)."""
 
+# Links that differ (Scenario.with_links, [[links.pairs]], docs/model.md section 15)
+MAX_LINK_DCS = 1_000
+"""DCs in one links table (K): a mesh has K(K-1) directed links, so 999,000 at the bound, each
+a column of every per-link product; a larger table is refused from its length, before any array is
+made of it (10,000 DCs took 111 s and 7 GB before)."""
+
+MAX_LINK_BANDWIDTH_RATIO = 1e12
+"""Largest ratio of the fastest link's bandwidth to the slowest's in one table (1 kB/s beside
+1 PB/s). The table is kept as ratios to the slowest link and the closed forms take products of
+those ratios with byte counts of up to 1e200 B (bandjax.scenario.MAX_BYTES) and with times; 1e12
+leaves those products some 90 orders of magnitude inside a 64-bit float."""
+
 # dask scheduler given by address
 SCHEDULER_TIMEOUT_S = 10.0
 """How long to wait for a dask scheduler given by address to answer, s."""
@@ -68,6 +80,13 @@ number of chunks is what MAX_CHUNKS bounds)."""
 MAX_ROOT_GRID = 100_000
 """Points of the coarse grid that brackets crossings (the default is 32; each point is one
 evaluation of the closed forms at every grid point of the scenario)."""
+
+# Uncertain inputs (bandjax.sweep and bandjax.break_even with samples)
+MAX_SAMPLES = 1_000_000
+"""Monte Carlo samples in one call (the default is 10,000). Each sample is a row of every
+uncertain parameter and, in the jitted pass, of every bandwidth and variant: at the bound a
+sweep's default 5 bandwidths x 6 variants hold 3e7 values per intermediate, a few GB in all.
+Checked before any sample is drawn (1e9 grew to 6 GB first)."""
 
 # Files read by the command line
 MAX_SCENARIO_BYTES = 1_000_000

@@ -49,7 +49,8 @@ from .roots import (A_WINS, B_WINS, CROSSES, NEITHER, NOT_AVAILABLE, STATUS_NAME
                     TIE_RTOL, Crossings)
 from .links import scaling_note
 from .parameters import FIXED_PREFIX, scenario_parameter, with_parameters
-from .scenario import BASES, FIELDS, Scenario
+from .scenario import BASES, FIELDS, Scenario, numbers
+from .units import _digits
 from .step import (COMPONENTS, STAGES, budget_break_even_FLOPs, col, fragment_parts_s, module_stages_s,
                    step_s, sum_parts, sync_method, traffic_B, window_s)
 
@@ -79,13 +80,18 @@ __all__ = [
 # --------------------------------------------------------------------------- names and steps
 
 
-def resolve_variant(name: str, registry: tuple[_v.Variant, ...] = _v.VARIANTS) -> str:
-    """A variant id from its id or its short label (``"E'"``, ``"C"``, ``"AdamW"``), any case."""
+def resolve_variant(name: str, registry: tuple[_v.Variant, ...] = _v.VARIANTS, *,
+                    what: str = "variant") -> str:
+    """A variant id from its id or its short label (``"E'"``, ``"C"``, ``"AdamW"``), any case;
+    errors name the argument ``what``."""
+    allowed = ", ".join(f"{v.id} ({v.short})" for v in registry)
+    if not isinstance(name, str):
+        raise ValueError(f"{what} = {name!r}: expected a variant id or short label (text); "
+                         f"allowed: {allowed}")
     found = _v.find(name, registry)
     if found is not None:
         return found
-    allowed = ", ".join(f"{v.id} ({v.short})" for v in registry)
-    raise ValueError(f"variant = {name!r} is not known; allowed: {allowed}")
+    raise ValueError(f"{what} = {name!r} is not known; allowed: {allowed}")
 
 
 def parameters(sc: Scenario | None = None) -> tuple[str, ...]:
@@ -656,11 +662,25 @@ def _default_range(over: str, parameter: str, sc: Scenario, steps: tuple, lo, hi
                              "the default (value / 100 to value x 100) needs a finite value > 0")
         lo = float(np.min(p0)) / 100 if lo is None else lo
         hi = float(np.max(p0)) * 100 if hi is None else hi
-    lo, hi = float(lo), float(hi)
-    if not (math.isfinite(lo) and math.isfinite(hi) and 0 < lo < hi):
-        raise ValueError(f"range = ({lo!r}, {hi!r}): must be finite with 0 < lo < hi "
-                         f"(in SI units of {parameter})")
-    return lo, hi
+    return check_range(lo, hi, f"in SI units of {parameter}")
+
+
+def check_range(lo, hi, units: str, names: str = "range") -> tuple[float, float]:
+    """(lo, hi) of a searched range as floats: real numbers, finite, 0 < lo < hi; else a
+    ``ValueError`` naming ``names``, the values as given and ``units``."""
+    lo, hi = (x[()] if isinstance(x, np.ndarray) and x.ndim == 0 else x for x in (lo, hi))
+    for x in (lo, hi):
+        if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+            raise ValueError(f"{names} = ({lo!r}, {hi!r}): expected two real numbers with "
+                             f"0 < lo < hi ({units})")
+    try:
+        lo_, hi_ = float(lo), float(hi)
+    except OverflowError:  # an integer past the largest float
+        lo_ = hi_ = math.nan
+    if not (math.isfinite(lo_) and math.isfinite(hi_) and 0 < lo_ < hi_):
+        shown = ", ".join(_digits(x) if isinstance(x, int) else repr(x) for x in (lo, hi))
+        raise ValueError(f"{names} = ({shown}): must be finite with 0 < lo < hi ({units})")
+    return lo_, hi_
 
 
 def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
@@ -690,9 +710,13 @@ def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
       :class:`BreakEven` (numpy arrays). Under uncertain inputs, :func:`bandjax.break_even` with
       ``samples`` (:mod:`bandjax.answers`).
     """
-    a, b = resolve_variant(a, sc.variants), resolve_variant(b, sc.variants)
+    a, b = resolve_variant(a, sc.variants, what="a"), resolve_variant(b, sc.variants, what="b")
     if a == b:
         raise ValueError(f"a = b = {a!r}: a break-even needs two different variants")
+    for what, value in (("over", over), ("basis", basis)):
+        if not isinstance(value, str):
+            raise ValueError(f"{what} = {value!r}: expected a name (text): over 'bandwidth', "
+                             "'budget' or a parameter; basis 'hypothesis' or 'exact'")
     parameter = OVER.get(over, over)
     _check_parameter(parameter, sc)
     if parameter == "enob":
@@ -758,6 +782,8 @@ def budget_break_even(sc: Scenario, lo_GFLOPs: float = 1e-3, hi_GFLOPs: float = 
     (transform FLOPs per parameter x optics rate, which assumes the optics is the next slowest
     stage) beside the numeric search (compute stage = slowest other stage), and which stage binds
     above it. Scalar scenarios."""
+    lo_GFLOPs, hi_GFLOPs = check_range(lo_GFLOPs, hi_GFLOPs, "GFLOP/s",
+                                       "(lo_GFLOPs, hi_GFLOPs)")
     c = _quick_budget(sc, lo_GFLOPs * 1e9, hi_GFLOPs * 1e9)
     stages = np.asarray(module_stages_s(sc.replace(budget_FLOPs=math.inf)))
     return {
@@ -784,7 +810,7 @@ def enob_break_even(sc: Scenario, a: str, b: str, GBps, *, basis: str = "hypothe
     reaches the target never wins). Returns an array over ``GBps`` (GB/s) of ENOB in bits, NaN where
     a wins at no measured ENOB. Scalar scenarios.
     """
-    a, b = resolve_variant(a, sc.variants), resolve_variant(b, sc.variants)
+    a, b = resolve_variant(a, sc.variants, what="a"), resolve_variant(b, sc.variants, what="b")
     if not sc.variant(a).in_transit:
         raise ValueError(f"a = {a!r} is not an in-transit variant; ENOB applies to "
                          f"{', '.join(v.id for v in sc.variants if v.in_transit)}")
@@ -792,8 +818,9 @@ def enob_break_even(sc: Scenario, a: str, b: str, GBps, *, basis: str = "hypothe
     enobs = np.asarray(sc.steps.measured_enobs(a, sc.variants), dtype=float)
     if enobs.size == 0:
         raise ValueError(f"no measured ENOB for {a!r} in the steps table")
+    numbers("GBps", GBps, "bandwidths > 0 GB/s, one or a list")  # no booleans, text, [] ...
     GBps = np.atleast_1d(np.asarray(GBps, dtype=float))
-    if not np.all(np.isfinite(GBps) & (GBps > 0)):
+    if GBps.ndim != 1 or not np.all(np.isfinite(GBps) & (GBps > 0)):
         raise ValueError(f"GBps = {GBps!r}: bandwidths must be finite and > 0 GB/s")
     steps = np.array([[sc.steps_of(v, e, basis) for v in sc.ids] for e in enobs])
     T = np.asarray(_times_over_enob_bandwidth(sc, jnp.asarray(enobs), jnp.asarray(GBps * 1e9),

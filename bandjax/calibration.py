@@ -48,8 +48,8 @@ import numpy as np
 
 from . import distributions as _dist
 from .parameters import FIXED_PREFIX, scenario_parameter, with_parameters
-from .scenario import (FIELDS, PRESETS, Scenario, allowed_text, check_field, field_table, reference,
-                       resolve_budget, save)
+from .scenario import (FIELDS, LIMITS, PRESETS, Scenario, allowed_text, check_dcs_of_links,
+                       check_field, field_table, reference, resolve_budget, save)
 from .step import step_s
 from .units import UNITS, ScenarioError, parse
 
@@ -221,7 +221,12 @@ def _read_file(path: Path) -> list[dict]:
                 continue
             v = v.strip()
             if ";" in v:  # repeats of one run in one cell
-                v = [x.strip() for x in v.split(";") if x.strip()]
+                repeats = [x.strip() for x in v.split(";")]
+                if not all(repeats):
+                    raise CalibrationError(f"measurements file {str(path)!r}, row {line - 1}: "
+                                           f"{k.strip()} = {v!r}: an empty repeat between ';'; give "
+                                           "each repeat as a number (a ';' only between two)")
+                v = repeats
             else:
                 try:
                     v = float(v)
@@ -326,6 +331,11 @@ def _row_value(sc: Scenario, i: int, key: str, value) -> dict[str, float]:
             check_field(name, v)
         except ScenarioError:
             raise CalibrationError(f"{where} = {value!r}: must be {allowed_text(name)}") from None
+    if name == "dcs":  # K of a scenario with per-link values is its table's, as replace(dcs=)
+        try:
+            check_dcs_of_links(v, sc.links)
+        except ScenarioError as e:
+            raise CalibrationError(f"row {i}: {e}") from None
     return {name: v}
 
 
@@ -736,13 +746,19 @@ def setup(measurements, fit: Sequence[str], scenario: Scenario | None = None,
     if "topology" in names:
         raise CalibrationError("fit 'topology': a topology is a choice (ring or mesh), not fitted; "
                                "set it in the scenario or give it as a column")
+    whole = [n for n in names if n in LIMITS and LIMITS[n][4]]
+    if whole:
+        raise CalibrationError(f"fit {whole[0]!r}: takes {allowed_text(whole[0])} only, which a "
+                               "continuous fit cannot give; set it in the scenario or give it as a "
+                               "column, and fit the others")
     p = len(names)
     if not rows.scale_known and len(rows) <= p:
         raise CalibrationError(f"measurements: {len(rows)} rows for {p} fitted parameters; without "
                                "repeats the fit needs more rows than parameters")
+    start = _starts(sc, start, names, fit)
     x0 = []
     for n in names:
-        v = float((start or {}).get(n, get_parameter(sc, n)))
+        v = start.get(n, float(get_parameter(sc, n)))
         if not math.isfinite(v) or v < 0:
             raise CalibrationError(f"start {n} = {v!r}: must be a finite number >= 0")
         x0.append(v)
@@ -751,6 +767,30 @@ def setup(measurements, fit: Sequence[str], scenario: Scenario | None = None,
     scales = tuple(max(v, 1e-2 * float(np.median(rows.y))) if k == "softplus" else 1.0
                    for k, v in zip(kinds, x0))
     return Problem(sc, names, kinds, scales, rows), np.asarray(x0)
+
+
+def _starts(sc: Scenario, start, names, fit) -> dict[str, float]:
+    """``start`` (name -> value, SI) by canonical name: each a parameter being fitted (by any name
+    :func:`resolve_parameter` takes), given once, a real number."""
+    if start is None:
+        return {}
+    if not isinstance(start, dict):
+        raise CalibrationError(f"start = {start!r}: expected a mapping parameter -> value (SI)")
+    out: dict[str, float] = {}
+    for key, value in start.items():
+        try:
+            name = resolve_parameter(sc, key) if isinstance(key, str) else None
+        except CalibrationError:
+            name = None
+        if name not in names:
+            raise CalibrationError(f"start {key!r}: not a parameter being fitted; allowed: "
+                                   f"{', '.join(map(str, fit))}")
+        if name in out:
+            raise CalibrationError(f"start {key!r}: {name} is given a start twice")
+        if isinstance(value, (bool, np.bool_)):
+            raise CalibrationError(f"start {key} = {value!r}: expected a number, not a boolean")
+        out[name] = _float(f"start {key}", value)
+    return out
 
 
 def covariance(JtJ, chi2, dof, scale_known):

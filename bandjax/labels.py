@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _limits
 from .scenario import PRESETS, Scenario, resolve_budget
+from .units import _digits
 
 COORD_ATTRS = {
     "bandwidth": {"units": "GB/s", "long_name": "WAN bandwidth per direction"},
@@ -44,7 +45,17 @@ def as_list(name, values) -> tuple[list, bool]:
     values = list(np.asarray(values).tolist()) if not isinstance(values, (list, tuple)) else list(values)
     if not values:
         raise ValueError(f"{name} = []: give at least one value")
+    nested = next((x for x in values if isinstance(x, (list, tuple, dict, set, np.ndarray))), None)
+    if nested is not None:  # a table where a list was meant: each value is one coordinate
+        raise ValueError(f"{name} = {_short(values)}: {_short(nested)} is not one value; give one "
+                         "value or a flat list of them")
+    check_distinct(name, values)
     return values, True
+
+
+def _short(x) -> str:
+    text = repr(x)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def as_values(name, values) -> tuple[list | np.ndarray, bool]:
@@ -55,7 +66,34 @@ def as_values(name, values) -> tuple[list | np.ndarray, bool]:
     _check_count(name, values.size)
     if not values.size:
         raise ValueError(f"{name} = []: give at least one value")
+    check_distinct(name, values)
     return np.array(values, dtype=float), True
+
+
+def check_distinct(name, values) -> None:
+    """Each value of a dimension once: a repeat would give the same grid point twice (a row
+    printed twice, a coordinate xarray cannot select by). A ``ValueError`` names the dimension,
+    the values as given and the repeat. An array in order (a linspace, a geomspace) is passed
+    by one comparison along it; values that cannot be compared are left to their own checks."""
+    if isinstance(values, np.ndarray):
+        if values.size < 2 or np.all(values[1:] > values[:-1]) or np.all(values[1:] < values[:-1]):
+            return
+        kept, counts = np.unique(values[~np.isnan(values)], return_counts=True)
+        twice = kept[counts > 1].tolist()
+    else:
+        seen, twice = set(), []
+        for x in values:
+            try:
+                if x in seen and x not in twice:
+                    twice.append(x)
+                seen.add(x)
+            except TypeError:  # unhashable (a list among the values): its own check names it
+                return
+    if twice:
+        shown = repr(values.tolist() if isinstance(values, np.ndarray) else values)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        raise ValueError(f"{name} = {shown}: {', '.join(map(repr, twice))} given more than once; "
+                         "give each value once")
 
 
 def _check_count(name, n) -> None:
@@ -74,13 +112,25 @@ def positive(name, values, unit) -> list[float] | np.ndarray:
             return values
         values = values.tolist()  # the error names the value as Python writes it
     if set(map(type, values)) <= {float, int}:  # plain numbers (bool is a type of its own): at once
-        arr = np.asarray(values, dtype=float)
+        try:
+            arr = np.asarray(values, dtype=float)
+        except OverflowError:  # an integer past the largest float: named below
+            arr = np.array([math.nan])
         if np.all(arr > 0) and np.all(np.isfinite(arr)):
             return arr.tolist()
     for x in values:
-        if isinstance(x, bool) or not isinstance(x, (int, float, np.number)) or not (x > 0) or math.isinf(x):
-            raise ValueError(f"{name} = {x!r}: must be a finite number > 0 {unit}".rstrip())
+        if isinstance(x, bool) or not isinstance(x, (int, float, np.number)) or not _finite_positive(x):
+            shown = _digits(x) if isinstance(x, int) and not isinstance(x, bool) else repr(x)
+            raise ValueError(f"{name} = {shown}: must be a finite number > 0 {unit}".rstrip())
     return [float(x) for x in values]
+
+
+def _finite_positive(x) -> bool:
+    try:
+        x = float(x)
+    except OverflowError:
+        return False
+    return x > 0 and math.isfinite(x)
 
 
 def budgets_FLOPs(sc: Scenario, values) -> list[float] | np.ndarray:
@@ -88,12 +138,17 @@ def budgets_FLOPs(sc: Scenario, values) -> list[float] | np.ndarray:
     (:func:`as_values`) gives an array."""
     if isinstance(values, np.ndarray):
         if np.all(values > 0):  # inf allowed (free), NaN not
-            return values * 1e9
+            with np.errstate(over="ignore"):  # past 1.8e299 GFLOP/s: inf, 'free'
+                return values * 1e9
         values = values.tolist()  # the error names the value as Python writes it
     if set(map(type, values)) <= {float, int}:  # plain numbers (bool is a type of its own): at once
-        arr = np.asarray(values, dtype=float)
+        try:
+            arr = np.asarray(values, dtype=float)
+        except OverflowError:  # an integer past the largest float: budget_value names it
+            arr = np.array([math.nan])
         if np.all(arr > 0):  # inf allowed (free), NaN not
-            return (arr * 1e9).tolist()
+            with np.errstate(over="ignore"):  # past 1.8e299 GFLOP/s: inf, 'free'
+                return (arr * 1e9).tolist()
     return [resolve_budget(sc, b) for b in values]
 
 

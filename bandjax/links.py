@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._limits import MAX_LINK_BANDWIDTH_RATIO, MAX_LINK_DCS
 from .units import ScenarioError
 from .variants import TOPOLOGIES
 
@@ -55,6 +56,9 @@ def pairs_in_use(K: int, topology) -> tuple[tuple[int, int], ...]:
 
 
 def _names(names, K: int, what: str) -> tuple[str, ...]:
+    if isinstance(names, str) or (names is not None and not isinstance(names, (list, tuple, np.ndarray))):
+        raise ScenarioError(f"{what} names = {names!r}: expected a list of {K} DC names (one "
+                            "string each), not a single value")
     names = default_names(K) if names is None else tuple(names)
     if len(names) != K:
         raise ScenarioError(f"{what} names = {list(names)!r}: {len(names)} names for a {K} x {K} "
@@ -70,11 +74,38 @@ def _names(names, K: int, what: str) -> tuple[str, ...]:
     return names
 
 
-def _square(value, what: str, K: int | None = None) -> np.ndarray:
+def _rows(value) -> int | None:
+    """How many rows a table has, read from its length alone (no array is made of it), or None
+    where it has no length."""
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        return int(shape[0]) if len(shape) else None
     try:
-        a = np.array(value, dtype=float)
-    except (TypeError, ValueError):
+        return len(value)
+    except TypeError:
+        return None
+
+
+def _square(value, what: str, K: int | None = None) -> np.ndarray:
+    """``value`` as a float K x K table, or :class:`ScenarioError` naming ``what``: a table of
+    more than :data:`bandjax._limits.MAX_LINK_DCS` rows is refused from its length, before any
+    array is made of it; booleans, complex numbers and text are refused, not converted."""
+    rows = _rows(value)
+    if isinstance(value, (str, bytes)) or rows is None:
+        raise ScenarioError(f"{what} = {value!r}: expected a K x K table of numbers")
+    if rows > MAX_LINK_DCS:
+        raise ScenarioError(f"{what}: a table of {rows:,} rows; at most {MAX_LINK_DCS:,} DCs "
+                            "(bandjax._limits.MAX_LINK_DCS)")
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError):  # ragged rows
         raise ScenarioError(f"{what} = {value!r}: expected a K x K table of numbers") from None
+    if raw.dtype.kind not in "iuf":
+        got = {"b": "booleans", "c": "complex numbers", "U": "text", "S": "text"}.get(
+            raw.dtype.kind, "values that are not all real numbers")
+        raise ScenarioError(f"{what} = {_shown_table(value)}: expected a K x K table of numbers (real "
+                            f"ones), got {got}")
+    a = raw.astype(float)
     if a.ndim != 2 or a.shape[0] != a.shape[1]:
         raise ScenarioError(f"{what}: shape {a.shape} is not a square K x K table (one row and one "
                             "column per DC)")
@@ -85,21 +116,57 @@ def _square(value, what: str, K: int | None = None) -> np.ndarray:
     return a
 
 
+def link_number(what: str, value) -> float:
+    """One link's value as given to :meth:`bandjax.Scenario.with_link`: a real number (its range
+    is checked with the table's, by :func:`_check_values`), or :class:`ScenarioError` naming
+    ``what`` and the value: a boolean, complex number, text or array is not converted."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer,
+                                                                       np.floating)):
+        raise ScenarioError(f"{what} = {value!r}: expected one real number")
+    try:
+        return float(value)
+    except OverflowError:  # an integer past the largest float
+        raise ScenarioError(f"{what} = {value!r:.40}...: too large for a 64-bit float") from None
+
+
 def _off_diagonal(a: np.ndarray) -> np.ndarray:
     return a[~np.eye(a.shape[0], dtype=bool)]
 
 
+def _shown_table(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _check_values(a: np.ndarray, what: str, names, positive: bool, unit: str) -> None:
-    K = a.shape[0]
-    for i in range(K):
-        for j in range(K):
-            if i == j:
-                continue
-            x = a[i, j]
-            ok = math.isfinite(x) and (x > 0 if positive else x >= 0)
-            if not ok:
-                raise ScenarioError(f"{what} [{names[i]!r} -> {names[j]!r}] = {float(x)!r}: must be a finite "
-                                    f"number {'>' if positive else '>='} 0 {unit}")
+    """Every link's value finite and > 0 (``positive``) or >= 0; the first that is not is named
+    by its pair (one vectorised test)."""
+    with np.errstate(invalid="ignore"):
+        good = np.isfinite(a) & ((a > 0) if positive else (a >= 0))
+    np.fill_diagonal(good, True)
+    if not np.all(good):
+        i, j = np.argwhere(~good)[0]
+        raise ScenarioError(f"{what} [{names[i]!r} -> {names[j]!r}] = {float(a[i, j])!r}: must be "
+                            f"a finite number {'>' if positive else '>='} 0 {unit}")
+
+
+def _check_ratio(B: np.ndarray, what: str, names, unit: str) -> None:
+    """The fastest link at most :data:`bandjax._limits.MAX_LINK_BANDWIDTH_RATIO` times the
+    slowest (the table is kept as ratios to the slowest, and the closed forms take products of
+    them)."""
+    off = ~np.eye(B.shape[0], dtype=bool)
+    lo, hi = np.min(B[off]), np.max(B[off])
+    if hi > lo * MAX_LINK_BANDWIDTH_RATIO:  # no division: 1e300 / 1e-300 would overflow
+        (i, j), (k, m) = np.argwhere(off & (B == hi))[0], np.argwhere(off & (B == lo))[0]
+        decades = math.log10(hi) - math.log10(lo)
+        shown = f"{10 ** decades:.3g}" if decades < 300 else f"1e{decades:.0f}"
+        raise ScenarioError(f"{what}: the fastest link [{names[i]!r} -> {names[j]!r}] = "
+                            f"{float(hi)!r} {unit} is {shown} times the slowest "
+                            f"[{names[k]!r} -> {names[m]!r}] = {float(lo)!r} {unit}; at most "
+                            f"{MAX_LINK_BANDWIDTH_RATIO:.0e} times "
+                            "(bandjax._limits.MAX_LINK_BANDWIDTH_RATIO)")
 
 
 @dataclass(frozen=True, eq=False)
@@ -129,6 +196,7 @@ class Links:
         names = _names(self.names, K, "links")
         _check_values(B, "links bandwidth", names, True, "(relative)")
         _check_values(L, "links latency", names, False, "(relative)")
+        _check_ratio(B, "links bandwidth", names, "(relative)")
         B = B / np.min(_off_diagonal(B))
         top = np.max(_off_diagonal(L))
         L = L / top if top > 0 else np.ones_like(L)
@@ -174,6 +242,7 @@ class Links:
         names = _names(names, K, "links")
         _check_values(B, "links bandwidth", names, True, "B/s")
         _check_values(L, "links latency", names, False, "s")
+        _check_ratio(B, "links bandwidth", names, "B/s")
         return cls(names, B, L), float(np.min(_off_diagonal(B))), float(np.max(_off_diagonal(L)))
 
     @property

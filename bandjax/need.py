@@ -43,7 +43,8 @@ import xarray as xr
 from .grid import QUICK_CELLS, grid_coords, scenario_arrays, variant_coords
 from .links import scaling_note
 from . import failures as _failures
-from .scenario import Scenario, reference
+from .labels import check_distinct
+from .scenario import Scenario, numbers, reference
 from .step import (STAGES, SYNC_COMPONENTS, col, fragment_parts_s, inner_compute_s, step_s,
                    sum_parts, sync_method, traffic_B, wan_link_terms_s, window_s)
 from .stragglers import may_straggle
@@ -80,7 +81,7 @@ def _needed_per_link(sc: Scenario, m, W, groups, c, u, cs=None):
     time_s = wan_s / F  # a fragment's bytes part on each link at the scenario's bandwidth
     rest = sum_parts([v for k, v in groups.items() if k != "latency"])
     nd = max(jnp.ndim(rest), jnp.ndim(lat_s) - 1, jnp.ndim(wan_s) - 1, jnp.ndim(c),
-             jnp.ndim(m.H), 0 if cs is None else jnp.ndim(cs))
+             jnp.ndim(m.H), jnp.ndim(m.fragments), jnp.ndim(m.delay), 0 if cs is None else jnp.ndim(cs))
     uu = u.reshape(u.shape + (1,) * nd)
     if cs is None:
         base = m.H * c * (1 / uu - 1) / m.fragments + window_s(c, col(sc.overlap_fraction), m.delay) - rest
@@ -139,7 +140,7 @@ def needed_Bps(sc: Scenario, utilisation, lo_Bps, hi_Bps, straggles: bool = Fals
     if sc.links is None:
         A = sum_parts(list(groups.values()))
         # the targets go in front of every other axis (of any term: a swept H or tail too)
-        nd = max(jnp.ndim(x) for x in (A, c, cs, window, W, m.H, m.fragments))
+        nd = max(jnp.ndim(x) for x in (A, c, cs, window, W, m.H, m.fragments, m.delay))
         u = u.reshape(u.shape + (1,) * nd)
         allowed = m.H * (c / u - cs) if straggles else m.H * c * (1 / u - 1)
         R = allowed / m.fragments + window - A
@@ -269,7 +270,7 @@ def needed_H(sc: Scenario, utilisation):
     exposed = jnp.maximum(0.0, sum_parts(list(fragment_parts_s(sc, method=m)))
                           - window_s(c, col(sc.overlap_fraction), m.delay))
     u = jnp.asarray(utilisation, dtype=float)
-    u = u.reshape(u.shape + (1,) * jnp.ndim(exposed))
+    u = u.reshape(u.shape + (1,) * max(jnp.ndim(x) for x in (exposed, c, m.fragments, m.delay)))
     allowed = c * (1 / u - 1)
     # a ratio within rounding of a whole number is that number (its ceil would overshoot by one)
     ratio = m.fragments * exposed / jnp.where(allowed > 0, allowed, 1.0)
@@ -279,14 +280,31 @@ def needed_H(sc: Scenario, utilisation):
 
 
 def _check_targets(utilisation) -> np.ndarray:
+    """The targets as a 1-D float array: real numbers in (0, 1], each once; a boolean, complex
+    number, text or None is refused, not converted."""
+    allowed = "one target in (0, 1] or a list of them"
+    if isinstance(utilisation, (list, tuple, np.ndarray)) and np.ndim(utilisation) > 1:
+        raise ValueError(f"utilisation = {utilisation!r}: expected {allowed}")
+    numbers(f"utilisation", utilisation, allowed)
     u = np.atleast_1d(np.asarray(utilisation, dtype=float))
-    if u.ndim != 1 or u.size == 0:
-        raise ValueError(f"utilisation = {utilisation!r}: expected one target or a list of them")
     bad = ~((u > 0) & (u <= 1))
     if np.any(bad):
         raise ValueError(f"utilisation = {float(u[np.argmax(bad)])!r}: a compute utilisation "
                          "target must be in (0, 1]")
+    check_distinct("utilisation", u.tolist())
     return u
+
+
+def _check_range(range_GBps) -> tuple[float, float]:
+    """(lowest, highest) GB/s: two real numbers with 0 < lowest < highest < inf."""
+    allowed = "(lowest, highest) GB/s with 0 < lowest < highest, finite"
+    if not (isinstance(range_GBps, (list, tuple, np.ndarray)) and np.shape(range_GBps) == (2,)) \
+            or any(isinstance(x, (bool, np.bool_)) for x in range_GBps):
+        raise ValueError(f"range_GBps = {range_GBps!r}: expected {allowed}")
+    lo, hi = numbers("range_GBps", range_GBps, allowed)
+    if not (0 < lo < hi < np.inf):
+        raise ValueError(f"range_GBps = {range_GBps!r}: expected {allowed}")
+    return float(lo), float(hi)
 
 
 TARGETS = ("utilisation", "goodput")
@@ -327,10 +345,7 @@ def required_bandwidth(scenario: Scenario | None = None, utilisation=DEFAULT_UTI
     if "bandwidth" in grid or "wan_Bps" in grid:
         raise ValueError("bandwidth: required_bandwidth solves for the WAN bandwidth; sweep any "
                          "other parameter instead")
-    lo, hi = (float(x) for x in range_GBps)
-    if not (0 < lo < hi < np.inf):
-        raise ValueError(f"range_GBps = {range_GBps!r}: expected (lowest, highest) GB/s with "
-                         "0 < lowest < highest")
+    lo, hi = _check_range(range_GBps)
     if target not in TARGETS:
         raise ValueError(f"target = {target!r} is not known; allowed: {', '.join(TARGETS)}")
     u = _check_targets(utilisation)

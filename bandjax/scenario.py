@@ -25,8 +25,9 @@ import numpy as np
 
 from . import variants as _variants
 from ._io import atomic_write_text
+from ._limits import MAX_LINK_DCS
 from .links import Links
-from .units import ScenarioError, format_quantity, parse
+from .units import ScenarioError, _digits, format_quantity, parse
 from .variants import NEVER, TOPOLOGIES, Rule, Variant
 
 if sys.version_info >= (3, 11):
@@ -220,6 +221,7 @@ LIMITS: dict[str, tuple] = {
     "overlap_fraction": (0.0, True, 1.0, True, False, False),
     "workers_per_dc": (1.0, True, math.inf, False, True, False),
     "dcs": (2.0, True, math.inf, False, True, False),
+    "sync_every_H": (1.0, True, math.inf, False, True, False),
     "topology": (0.0, True, 1.0, True, True, False),
     "straggler": (0.0, True, float(len(STRAGGLERS) - 1), True, True, False),
     "straggler_s": _NONNEGATIVE,
@@ -322,6 +324,9 @@ def _numbers(where: str, value, allowed):
     if x.size == 0:
         raise ScenarioError(f"{where} = {value!r}: empty; expected {allowed}")
     return x.astype(float).ravel()
+
+
+numbers = _numbers  # for the other entry points' arguments (the same refusals, the same words)
 
 
 def _check_active(value) -> None:
@@ -471,20 +476,15 @@ class Scenario:
         for name in [k for k in changes if k in FIELDS and FIELDS[k][2] in CHOICES]:
             changes[name] = choice_index(name, changes[name])  # a word ("mesh"): the leaf its index
         links = changes.get("links", self.links)
-        if links is not None and "dcs" in changes:
-            dcs = changes["dcs"]
-            # a traced K (a derivative over every field at once) is not checked, as check_field
-            concrete = isinstance(dcs, (int, float, np.ndarray, np.number, list, tuple))
-            if concrete and not np.all(np.asarray(dcs, dtype=float) == links.K):
-                raise ScenarioError(
-                    f"[cluster] dcs = {dcs!r}: this scenario has per-link values for {links.K} DCs "
-                    f"({', '.join(links.names)}), so K comes from its links table; give a new "
-                    "table with with_links(...) instead of changing dcs")
+        if "dcs" in changes:
+            check_dcs_of_links(changes["dcs"], links)
         if "links" in changes and links is not None:
             changes["dcs"] = float(links.K)
         for name, value in changes.items():
             if name in LIMITS:
                 check_field(name, value, whole=False)
+                if isinstance(value, (list, tuple)):  # a leaf is a number or an array, not a list
+                    changes[name] = np.asarray(value, dtype=float)
         if changes.get("active_params") is not None:
             _check_active(changes["active_params"])
         if changes.get("checkpoint_every_s") is not None:
@@ -539,16 +539,24 @@ class Scenario:
         (s); ``symmetric`` changes ``target`` -> ``source`` too. Equal links (``links`` None) are
         first written as a table named ``dc0``...; ``wan_Bps`` and ``wan_latency_s`` follow the
         new slowest and longest links."""
+        from .links import link_number
+
         B, L, names = self.link_values()
         if source not in names or target not in names or source == target:
             raise ScenarioError(f"link {source!r} -> {target!r} is not a link; DCs: {', '.join(names)}")
+        where = f"with_link({source!r}, {target!r})"
+        bandwidth = None if bandwidth is None else link_number(f"{where} bandwidth", bandwidth)
+        latency = None if latency is None else link_number(f"{where} latency", latency)
         i, j = names.index(source), names.index(target)
         for a, b in ((i, j), (j, i)) if symmetric else ((i, j),):
             if bandwidth is not None:
                 B[a, b] = bandwidth
             if latency is not None:
                 L[a, b] = latency
-        return self.with_links(np.nan_to_num(B, nan=1.0), np.nan_to_num(L, nan=0.0), names)
+        # only the diagonal is filled (it means nothing): a NaN given for a link is refused there
+        np.fill_diagonal(B, 1.0)
+        np.fill_diagonal(L, 0.0)
+        return self.with_links(B, L, names)
 
     def with_variants(self, variants, *, steps=None) -> "Scenario":
         """This scenario with each of ``variants`` added (or replaced, by id), e.g.
@@ -632,7 +640,11 @@ def budget_value(budget) -> float:
     if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, (int, float, np.integer, np.floating)):
         raise ValueError(f"budget = {budget!r}: expected 'free', 'low', 'high' or a number of "
                          "GFLOP/s > 0")
-    value = float(budget)
+    try:
+        value = float(budget)
+    except OverflowError:  # an integer past the largest float
+        raise ValueError(f"budget = {_digits(budget)}: too large for a 64-bit float; give 'free' "
+                         "for no bound") from None
     if not value > 0:
         raise ValueError(f"budget = {budget!r}: must be > 0 GFLOP/s, or 'free'")
     return value * 1e9
@@ -674,16 +686,27 @@ def _check_fixed(sc: Scenario) -> None:
         raise ScenarioError(f"[{FIXED_SECTION}] keys {sorted(unknown) or sorted(missing)} "
                             f"{'are not variants' if unknown else 'are missing'}; "
                             f"allowed: {', '.join(ids)}")
-    dcs = None if sc.links is None else _numbers("[cluster] dcs", sc.dcs, "a whole number >= 2")
-    if dcs is not None and not np.all(dcs == sc.links.K):  # a traced K (derivatives) is not checked
-        raise ScenarioError(f"[cluster] dcs = {sc.dcs!r}: the links table has {sc.links.K} DCs "
-                            f"({', '.join(sc.links.names)}); K comes from it")
+    check_dcs_of_links(sc.dcs, sc.links)
     for vid, d in sc.fixed_s.items():
         x = _numbers(f"[{FIXED_SECTION}] {vid}", d, "a time >= 0 s")
         if x is not None and not np.all(np.isfinite(x) & (x >= 0)):
             bad = float(x[np.argmin(np.isfinite(x) & (x >= 0))])
             raise ScenarioError(f"[{FIXED_SECTION}] {vid} = {_time_text(bad)}: must be a finite "
                                 "time >= 0 s")
+
+
+def check_dcs_of_links(dcs, links) -> None:
+    """With per-link values (``links`` not None) K comes from the table: ``dcs`` must equal its
+    number of DCs, wherever dcs is given (replace, a measurement row). A traced K (a derivative
+    over every field at once) is not checked, as :func:`check_field`."""
+    if links is None:
+        return
+    x = _numbers("[cluster] dcs", dcs, "a whole number >= 2")
+    if x is not None and not np.all(x == links.K):
+        raise ScenarioError(
+            f"[cluster] dcs = {dcs!r}: this scenario has per-link values for {links.K} DCs "
+            f"({', '.join(links.names)}), so K comes from its links table; give a new table with "
+            "with_links(...) instead of changing dcs")
 
 
 def _concrete_floats(*values):
@@ -708,15 +731,17 @@ def check_overrides(sc: Scenario, leaves: dict) -> None:
 
 RELATED_FIELDS = frozenset({"budget_low_FLOPs", "budget_high_FLOPs", "params",
                             "dense_bytes_per_param", "topk_bytes_per_value", "straggler",
-                            "straggler_s"})
+                            "straggler_s", "sync_every_H"})
 """The numeric fields that :func:`_check_relations` reads (besides the variants, which no sweep
 overrides)."""
 
 
 def _check_relations(sc: Scenario) -> None:
     """What holds between fields: budget_low <= budget_high, the byte counts derived from the
-    parameters finite (params = 1e308 would make the dense delta inf bytes), and an exponential
-    straggler's tail share at most 1 (at every point of a sweep of either)."""
+    parameters finite (params = 1e308 would make the dense delta inf bytes), an exponential
+    straggler's tail share at most 1 (at every point of a sweep of either), and each variant's
+    delay and fragments within the scenario's H where it takes that H (checked whichever side
+    changes: a variant added, or H replaced or swept)."""
     tail = _concrete_floats(sc.straggler, sc.straggler_s)
     if tail is not None:
         family, s = np.broadcast_arrays(*tail)
@@ -725,6 +750,10 @@ def _check_relations(sc: Scenario) -> None:
             raise ScenarioError(f"[stragglers] s = {float(s[bad][0])!r} with family = 'exponential': "
                                 "an exponential tail share must be in [0, 1] (s is sigma, >= 0, "
                                 "only for family = 'lognormal')")
+    tied = tuple(v for v in sc.variants if v.sync_every is None and (v.delay or v.fragments > 1))
+    H = _concrete_floats(sc.sync_every_H) if tied else None
+    if H is not None:
+        check_methods(tied, H[0])
     pair = _concrete_floats(sc.budget_low_FLOPs, sc.budget_high_FLOPs)
     if pair is not None and not np.all(pair[0] <= pair[1]):
         raise ScenarioError(f"[module] budget_low = {format_quantity(float(np.max(pair[0])), 'flop_rate')!r} "
@@ -758,12 +787,12 @@ def validate(sc: Scenario) -> Scenario:
         _check_active(sc.active_params)
     if sc.checkpoint_every_s is not None:
         _check_checkpoint(sc.checkpoint_every_s)
-    check_methods(sc.variants, sc.sync_every_H)
     _check_fixed(sc)
     _check_relations(sc)
     enobs = sc.steps.measured_enobs(registry=sc.variants)
-    if enobs and float(sc.enob) not in enobs:
-        raise ScenarioError(f"[band] enob = {sc.enob!r}: outside the steps table; measured ENOB: "
+    outside = [float(e) for e in np.ravel(sc.enob) if float(e) not in enobs] if enobs else []
+    if outside:  # (a grid of ENOB is checked value by value)
+        raise ScenarioError(f"[band] enob = {outside[0]!r}: outside the steps table; measured ENOB: "
                             f"{', '.join(str(e) for e in enobs)}")
     if sc.uncertain:
         from .distributions import check
@@ -977,6 +1006,9 @@ def _links_from_toml(entries: dict) -> tuple[np.ndarray, np.ndarray, tuple[str, 
     K = len(names)
     if K < 2:
         raise ScenarioError(f"[links] pairs: {K} DC named; links join K >= 2 DCs")
+    if K > MAX_LINK_DCS:
+        raise ScenarioError(f"[links] pairs: {K:,} DCs named; at most {MAX_LINK_DCS:,} "
+                            "(bandjax._limits.MAX_LINK_DCS)")
     B, L = np.full((K, K), np.nan), np.full((K, K), np.nan)
     given: dict[tuple[int, int], int] = {}
     for n, src, dst, wan, latency, symmetric in parsed:
@@ -991,7 +1023,8 @@ def _links_from_toml(entries: dict) -> tuple[np.ndarray, np.ndarray, tuple[str, 
     missing = [f"{names[i]} -> {names[j]}" for i in range(K) for j in range(K)
                if i != j and (i, j) not in given]
     if missing:
-        raise ScenarioError(f"[links] pairs: no row gives {', '.join(missing)}; every ordered pair of "
+        shown = ", ".join(missing[:6]) + (f" and {len(missing) - 6:,} more" if len(missing) > 6 else "")
+        raise ScenarioError(f"[links] pairs: no row gives {shown}; every ordered pair of "
                             "DCs needs a row (symmetric = true on a row gives both directions)")
     np.fill_diagonal(B, 1.0)
     np.fill_diagonal(L, 0.0)
@@ -1023,6 +1056,13 @@ def _registry_from_toml(table: dict) -> tuple[Variant, ...]:
         if vid != "only":
             registry[vid] = _variant_from_toml(vid, entry, defaults.get(vid))
     if only is not None:
+        if not (isinstance(only, list) and only and all(isinstance(v, str) for v in only)):
+            raise ScenarioError(f"[{VARIANTS_SECTION}] only = {only!r}: expected a list of variant "
+                                f"ids; allowed: {', '.join(registry)}")
+        twice = sorted({v for v in only if only.count(v) > 1})
+        if twice:
+            raise ScenarioError(f"[{VARIANTS_SECTION}] only = {only!r}: {', '.join(twice)} given "
+                                "more than once; give each variant once")
         unknown = [v for v in only if v not in registry]
         if unknown:
             raise ScenarioError(f"[{VARIANTS_SECTION}] only = {only!r}: {unknown} are not variants; "

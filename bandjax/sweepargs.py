@@ -17,7 +17,7 @@ import numpy as np
 from .labels import COORD_ATTRS, as_list, as_values, budgets_FLOPs, is_dimension, models, positive
 from .scenario import (ACTIVE_PRESETS, BASES, CHOICES, DEFAULT_UTILISATION, FIELDS, GPUS,
                        STUDY_GPU_FLOPs, Scenario, check_field, check_methods, choice_index)
-from .units import SI, ScenarioError
+from .units import SI, ScenarioError, _digits
 from .variants import TOPOLOGIES
 
 # Named arguments, in the order their dimensions appear; each sets these scenario fields.
@@ -82,9 +82,14 @@ class Grid:
 
 def _whole(name, values, lowest):
     for n in values:
-        if (isinstance(n, bool) or not isinstance(n, (int, float, np.number))
-                or not math.isfinite(n) or n < lowest or float(n) != int(n)):
-            raise ScenarioError(f"{name} = {n!r}: must be a whole number >= {lowest}")
+        try:
+            good = (not isinstance(n, (bool, np.bool_)) and isinstance(n, (int, float, np.number))
+                    and math.isfinite(n) and n >= lowest and float(n) == int(n))
+        except OverflowError:  # an integer past the largest float: no count of DCs or steps
+            good = False
+        if not good:
+            shown = _digits(n) if isinstance(n, int) and not isinstance(n, bool) else repr(n)
+            raise ScenarioError(f"{name} = {shown}: must be a whole number >= {lowest}")
     return [int(n) for n in values]
 
 
@@ -203,6 +208,7 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
         add("workers_per_dc", workers_per_dc, ns, {"workers_per_dc": [float(n) for n in ns]})
     if H is not None:
         vals, _ = as_list("H", H)
+        _whole("H", vals, 1)  # inner steps a round: before a variant's delay is read against it
         hs = positive("H", vals, "steps")
         # each variant's delay and fragments must fit every H it takes
         check_methods(tuple(v for v in sc.variants if not v.own_method), hs)
@@ -228,8 +234,8 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
             continue
         if isinstance(vals, np.ndarray):  # a float array: as it is
             floats = vals
-        elif set(map(type, vals)) <= {float, int}:  # plain numbers: at once
-            floats = np.asarray(vals, dtype=float).tolist()
+        elif set(map(type, vals)) <= {float, int} and all(abs(x) < 2**1023 for x in vals):
+            floats = np.asarray(vals, dtype=float).tolist()  # plain numbers: at once
         else:
             check_field(name, vals)  # text, None, complex: named before any conversion
             floats = [float(x) if not isinstance(x, bool) else x for x in vals]

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 import xarray as xr
 
-from . import _jax
+from . import _jax, _limits
 from . import breakeven as _be
 from .calibration import Calibration
 from .distributions import (STEPS_PREFIX, LogNormal, MultiNormal, Normal, Seeds, Uniform, _require, check_center,
@@ -100,6 +100,9 @@ def draw(sc: Scenario, uncertain, samples: int, seed: int) -> Draws:
     ``np.random.default_rng(seed)``."""
     if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 2:
         raise ValueError(f"samples = {samples!r}: must be a whole number >= 2")
+    if samples > _limits.MAX_SAMPLES:  # before any is drawn
+        raise ValueError(f"samples = {samples!r}: at most {_limits.MAX_SAMPLES:,} "
+                         "(bandjax._limits.MAX_SAMPLES)")
     uncertain = inputs(sc, uncertain)
     rng = np.random.default_rng(seed)
     names, cols, centers, blocks = [], [], [], []

@@ -27,6 +27,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .units import _digits
+
 LINKS = ("port", "qsfp", "wan")
 PAYLOADS = ("dense", "topk", "band_gpu", "band_transit")
 COLLECTIVES = ("ring_allreduce", "allgather", "in_network")
@@ -130,7 +132,7 @@ class Variant:
         if not isinstance(self.module, (bool, np.bool_)):
             raise ValueError(f"variant {self.id!r}: module = {self.module!r}: must be true or false")
         if not (_whole(self.colour) and 0 <= self.colour < 1000):
-            raise ValueError(f"variant {self.id!r}: colour = {self.colour!r}: must be a whole "
+            raise ValueError(f"variant {self.id!r}: colour = {_typed(self.colour)}: must be a whole "
                              "number in [0, 1000) (a position in the plots' colour order)")
         if not _number(self.d_s):
             raise ValueError(f"variant {self.id!r}: d_s = {self.d_s!r}: must be a number of "
@@ -155,13 +157,13 @@ class Variant:
         if not (math.isfinite(self.d_s) and self.d_s >= 0):
             raise ValueError(f"variant {self.id!r}: d_s = {self.d_s!r}: must be >= 0 s")
         if self.sync_every is not None and not (_whole(self.sync_every) and self.sync_every >= 1):
-            raise ValueError(f"variant {self.id!r}: sync_every = {self.sync_every!r}: must be a whole "
+            raise ValueError(f"variant {self.id!r}: sync_every = {_typed(self.sync_every)}: must be a whole "
                              "number of inner steps >= 1 (or None: the scenario's H)")
         if not (_whole(self.delay) and self.delay >= 0):
-            raise ValueError(f"variant {self.id!r}: delay = {self.delay!r}: must be a whole number "
+            raise ValueError(f"variant {self.id!r}: delay = {_typed(self.delay)}: must be a whole number "
                              "of inner steps >= 0 (and at most H - 1)")
         if not (_whole(self.fragments) and self.fragments >= 1):
-            raise ValueError(f"variant {self.id!r}: fragments = {self.fragments!r}: must be a whole "
+            raise ValueError(f"variant {self.id!r}: fragments = {_typed(self.fragments)}: must be a whole "
                              "number >= 1 (and at most H)")
         if self.sync_every is not None:
             check_method(self, self.sync_every)
@@ -182,6 +184,13 @@ class Variant:
         return self.rule is not None and self.rule.basis_dependent
 
 
+def _typed(x) -> str:
+    """A value for a message as typed; an integer of hundreds of digits by its first ones."""
+    if isinstance(x, int) and not isinstance(x, bool):
+        return _digits(x)
+    return repr(x)
+
+
 def _number(x) -> bool:
     """A real number (an int, float or NumPy scalar or 0-d array), not a boolean."""
     if isinstance(x, np.ndarray) and x.ndim == 0:
@@ -190,8 +199,12 @@ def _number(x) -> bool:
 
 
 def _whole(x) -> bool:
-    return (isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
-            and math.isfinite(x) and float(x) == round(float(x)))
+    if not isinstance(x, (int, float, np.integer, np.floating)) or isinstance(x, (bool, np.bool_)):
+        return False
+    try:
+        return math.isfinite(x) and float(x) == round(float(x))
+    except OverflowError:  # an integer past the largest float: no count of steps or colours
+        return False
 
 
 def check_method(v: Variant, H) -> None:

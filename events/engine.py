@@ -383,6 +383,10 @@ def _sync(env: simpy.Environment, plan: Plan, links: tuple, delay_s: float, st: 
     yield env.all_of(sends)
 
 
+MAX_SEED = 2**63
+"""Seeds are in [0, 2**63): a run's seed is kept as a signed 64-bit integer (netCDF, xarray)."""
+
+
 def check_run_args(load, steps, seed=0, max_sim_s=MAX_SIM_S) -> None:
     """Raise ``ValueError`` naming the first argument of a run that is not allowed."""
     if isinstance(load, bool) or not isinstance(load, (int, float, np.integer, np.floating)) \
@@ -391,10 +395,11 @@ def check_run_args(load, steps, seed=0, max_sim_s=MAX_SIM_S) -> None:
                          "direction's capacity that other jobs use)")
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
         raise ValueError(f"steps = {steps!r}: must be a whole number >= 1")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed = {seed!r}: must be a whole number >= 0")
-    if isinstance(max_sim_s, bool) or not isinstance(max_sim_s, (int, float)) or not max_sim_s > 0:
-        raise ValueError(f"max_sim_s = {max_sim_s!r}: must be a number of seconds > 0")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < MAX_SEED:
+        raise ValueError(f"seed = {seed!r}: must be a whole number in [0, 2**63)")
+    if isinstance(max_sim_s, bool) or not isinstance(max_sim_s, (int, float)) \
+            or not 0 < max_sim_s < math.inf:
+        raise ValueError(f"max_sim_s = {max_sim_s!r}: must be a finite number of seconds > 0")
 
 
 def warmup_s(plan: Plan, load: float) -> float:

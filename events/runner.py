@@ -122,6 +122,7 @@ class _Job:
         if steps > _limits.MAX_STEPS:
             raise ValueError(f"steps = {steps}: at most {_limits.MAX_STEPS} steps a run "
                              "(bandjax._limits.MAX_STEPS)")
+        engine.check_run_args(0.0, steps, 0, max_sim_s)  # before any plan: max_sim_s divides
         g = parse(sc, **grid)
         _whole_H(g.leaves)
         axes = [(a.name, list(a.coords), a.attrs) for a in g.axes]

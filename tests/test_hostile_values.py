@@ -330,3 +330,212 @@ def test_results_nested_too_deep(tmp_path, capsys):
     path.parent.mkdir()
     path.write_text("[" * 100_000 + "]" * 100_000)
     cli_refused(["explore", "--results", path, "--out", tmp_path / "o"], capsys, "--results", "nested")
+
+
+# ------------------------------------------------------------------ the second review's cases
+
+def test_with_link_values_are_not_converted():
+    """A NaN bandwidth was a 1 B/s link and a NaN latency 0 s; a boolean, a complex number or
+    text is refused as given, naming the link."""
+    refused(lambda: SC.with_link("dc0", "dc1", bandwidth=math.nan),
+            "links bandwidth ['dc0' -> 'dc1'] = nan", "finite number > 0 B/s")
+    refused(lambda: SC.with_link("dc0", "dc1", latency=math.nan),
+            "links latency ['dc0' -> 'dc1'] = nan", ">= 0 s")
+    for bad in (True, 1e9 + 1j, "10 GB/s", [1e9]):
+        refused(lambda: SC.with_link("dc0", "dc1", bandwidth=bad),
+                "with_link('dc0', 'dc1') bandwidth", repr(bad), "one real number")
+    # a valid change still changes that link alone
+    B, L, _ = SC.with_link("dc0", "dc1", bandwidth=1e9, latency=0.01).link_values()
+    assert B[0, 1] == 1e9 and B[1, 0] == 12.5e9 and L[0, 1] == 0.01 and L[1, 0] == 0.0
+
+
+@pytest.mark.parametrize("table,names", [
+    (np.ones((2, 2), dtype=bool), ["links bandwidth", "booleans"]),
+    (np.array([[0, 1e9 + 1j], [1e9, 0]]), ["links bandwidth", "complex numbers"]),
+], ids=["bool", "complex"])
+def test_with_links_tables_of_other_types(table, names):
+    refused(lambda: SC.with_links(table), *names)
+
+
+def test_with_links_names_as_one_string():
+    refused(lambda: SC.with_links([[0, 1e9], [1e9, 0]], names="ab"), "names = 'ab'",
+            "a list of 2 DC names")
+    assert SC.with_links([[0, 1e9], [1e9, 0]], names=["a", "b"]).links.names == ("a", "b")
+
+
+def test_with_links_size_and_ratio_are_bounded():
+    """10,000 DCs are refused from the table's length, before an array is made of it (a list of
+    lists that big is never converted); a ratio of 1e600 between links is refused at once, not on
+    unpickling."""
+    from bandjax import _limits
+    import pickle
+
+    K = _limits.MAX_LINK_DCS + 1
+    rows = [[1.0] * 2] * K  # a ragged table: converting it would fail, its length does not
+    refused(lambda: SC.with_links(rows), f"{K:,} rows", f"at most {_limits.MAX_LINK_DCS:,} DCs",
+            within_s=1.0)
+    refused(lambda: SC.with_links(np.zeros((10_000, 10_000), dtype=np.float32)), "10,000 rows",
+            within_s=1.0)
+    refused(lambda: SC.with_links([[0, 1e-300], [1e300, 0]]), "['dc1' -> 'dc0'] = 1e+300 B/s",
+            "1e600 times the slowest", "at most 1e+12 times")
+    ok = SC.with_links([[0, 1.0], [1e12, 0]])  # the bound itself: kept, and it survives a copy
+    assert pickle.loads(pickle.dumps(ok)).links == ok.links
+
+
+def test_scenario_file_links_past_the_bound(tmp_path, capsys):
+    from bandjax import _limits
+
+    K = _limits.MAX_LINK_DCS + 1
+    names = ", ".join(f'"r{i}"' for i in range(K))
+    raw = (f"[links]\nnames = [{names}]\n[[links.pairs]]\nfrom = \"r0\"\nto = \"r1\"\n"
+           'wan = "1 GB/s"\nlatency = "1 ms"\n')
+    cli_refused(["scenario", "--scenario", scenario_file(tmp_path, {"raw": raw})], capsys,
+                f"{K:,} DCs named", f"at most {_limits.MAX_LINK_DCS:,}")
+
+
+def test_a_variant_and_H_are_checked_whichever_changes():
+    """A delay of 5 (or 16 fragments) taken at H = 10, then H replaced by 1: refused (the sweep
+    answered 1.516 ms, as if there were no delay); a sweep over H and over the field too."""
+    delayed = bj.Variant("late", "late", "late", **MINE, delay=5)
+    split = bj.Variant("split", "split", "split", **MINE, fragments=16)
+    for v, what in ((delayed, "delay = 5 with H = 1"), (split, "fragments = 16 with H = 1")):
+        at = SC.replace(sync_every_H=16.0).with_variant(v)
+        refused(lambda: at.replace(sync_every_H=1.0), f"[variants.{v.id}]", what)
+        refused(lambda: bj.sweep(at, H=[1, 16], quantities=["step_s"]), what)
+        refused(lambda: bj.sweep(at, sync_every_H=[1.0, 16.0], quantities=["step_s"]), what)
+        refused(lambda: SC.replace(variants=SC.variants + (v,), fixed_s={**SC.fixed_s, v.id: 0.0}),
+                what)
+    assert float(SC.replace(sync_every_H=16.0).with_variant(delayed).replace(
+        sync_every_H=6.0).sync_every_H) == 6.0  # delay 5 fits H = 6
+
+
+def test_H_must_be_whole_and_at_least_one():
+    """H = 0.5 named a delay the user never set; it is H that is wrong."""
+    refused(lambda: bj.sweep(SC, H=[0.5]), "H = 0.5", "whole number >= 1")
+    refused(lambda: SC.replace(sync_every_H=0.5), "[sync] every_H = 0.5", ">= 1")
+
+
+@pytest.mark.parametrize("kwargs,names", [
+    (dict(variant=["adamw", "adamw"]), ["variant = ['adamw', 'adamw']", "more than once"]),
+    (dict(dcs=[2, 2]), ["dcs = [2, 2]", "2 given more than once"]),
+    (dict(bandwidth=np.array([1.0, 2.0, 1.0])), ["bandwidth", "1.0 given more than once"]),
+    (dict(H=[4, 4.0]), ["H = [4, 4.0]", "more than once"]),
+], ids=["variant", "dcs", "bandwidth array", "H"])
+def test_repeated_values_are_refused(kwargs, names):
+    refused(lambda: bj.sweep(SC, quantities=["step_s"], **kwargs), *names)
+    if "bandwidth" not in kwargs:
+        refused(lambda: bj.winner(SC, bandwidth=[1.0, 10.0], **kwargs), *names)
+    refused(lambda: bj.required_bandwidth(SC, [0.5, 0.5]), "utilisation = [0.5, 0.5]")
+
+
+@pytest.mark.parametrize("call,names", [
+    (lambda: bj.required_bandwidth(SC, True), ["utilisation = True", "not a boolean"]),
+    (lambda: bj.required_bandwidth(SC, 1 + 0j), ["utilisation = (1+0j)", "complex"]),
+    (lambda: bj.required_bandwidth(SC, 0.9, range_GBps=None), ["range_GBps = None", "lowest"]),
+    (lambda: bj.required_bandwidth(SC, 0.9, range_GBps=(0.1, True)), ["range_GBps = (0.1, True)"]),
+    (lambda: bj.break_even(SC, None, "adamw"), ["a = None", "variant id or short label"]),
+    (lambda: bj.break_even(SC, "adamw", 5), ["b = 5", "variant id or short label"]),
+    (lambda: bj.enob_break_even(SC, "band_switch", "adamw", []), ["GBps = []", "empty"]),
+    (lambda: bj.budget_break_even(SC, 1e6, 1e3), ["(lo_GFLOPs, hi_GFLOPs) = (1000000.0, 1000.0)",
+                                                  "0 < lo < hi"]),
+    (lambda: bj.budget_break_even(SC, math.nan, 1e3), ["(nan, 1000.0)", "GFLOP/s"]),
+    (lambda: bj.Variant("m", "m", "m", **MINE, sync_every=2**1024),
+     ["sync_every = 17976931348623159077...(309 digits)", "whole number"]),
+], ids=["bool target", "complex target", "range None", "range bool", "a None", "b int",
+        "enob empty", "budget lo > hi", "budget nan", "sync_every overflow"])
+def test_entry_point_arguments(call, names):
+    refused(call, *names)
+
+
+def test_budget_break_even_still_answers():
+    assert bj.budget_break_even(SC)["numeric_GFLOPs"] == pytest.approx(140.0, rel=1e-9)
+
+
+def test_required_bandwidth_targets_with_a_swept_H():
+    """Two targets with H swept were 'mul got incompatible shapes'; each target's answer is its
+    one-target call's (the property over counts and dimensions is in test_hostile_hypothesis)."""
+    ds = bj.required_bandwidth(SC, [0.5, 0.9], H=[1, 10, 100])
+    assert ds.required_bandwidth_GBps.dims == ("utilisation", "H", "variant")
+    for i, u in enumerate([0.5, 0.9]):
+        one = bj.required_bandwidth(SC, u, H=[1, 10, 100]).required_bandwidth_GBps
+        np.testing.assert_allclose(ds.required_bandwidth_GBps.isel(utilisation=i), one.isel(utilisation=0),
+                                   rtol=1e-12, equal_nan=True)
+
+
+def test_samples_bounded_before_work(monkeypatch):
+    from bandjax import _limits
+    from bandjax import uncertainty as U
+
+    drawn = []
+    monkeypatch.setattr(U.Normal, "sample", lambda self, rng, n: drawn.append(n))
+    small = {"steps.E": U.Normal(1800.0, 36.0)}
+    for call in (lambda: bj.sweep(SC, samples=10**9, uncertain=small),
+                 lambda: bj.break_even(SC, "adamw", "band_switch", samples=10**9, uncertain=small)):
+        refused(call, "samples = 1000000000", f"at most {_limits.MAX_SAMPLES:,}", within_s=1.0)
+    assert drawn == []
+
+
+def test_variants_only_must_be_a_list(tmp_path, capsys):
+    cli_refused(["scenario", "--scenario", scenario_file(tmp_path, {"raw": "[variants]\nonly = 5\n"})],
+                capsys, "[variants] only = 5", "a list of variant ids")
+    cli_refused(["scenario", "--scenario",
+                 scenario_file(tmp_path, {"raw": '[variants]\nonly = ["adamw", "adamw"]\n'})],
+                capsys, "only = ['adamw', 'adamw']", "adamw given more than once")
+
+
+ROWS = [{"variant": "adamw", "step_ms": 40, "bandwidth": 12.5},
+        {"variant": "band_switch", "step_ms": 5, "bandwidth": 12.5},
+        {"variant": "adamw", "step_ms": 20, "bandwidth": 25},
+        {"variant": "band_switch", "step_ms": 4, "bandwidth": 25}]
+
+
+def test_calibration_review_cases(tmp_path):
+    three = SC.with_links([[0, 10e9, 5e9], [10e9, 0, 8e9], [3e9, 4e9, 0]])
+    refused(lambda: bj.calibrate([{**r, "dcs": 4} for r in ROWS], fit=["d.adamw"], scenario=three),
+            "row 1: [cluster] dcs = 4.0", "per-link values for 3 DCs")
+    for name in ("sync_every_H", "every_H"):
+        refused(lambda: bj.calibrate(ROWS, fit=[name]), "fit 'sync_every_H'", "whole number >= 1")
+    refused(lambda: bj.calibrate([{**r, "every_H": 0.5} for r in ROWS], fit=["d.adamw"]),
+            "row 1: every_H = 0.5", "whole number >= 1")
+    refused(lambda: bj.calibrate(ROWS, fit=["d.adamw"], start={"bogus": 1}), "start 'bogus'",
+            "not a parameter being fitted", "d.adamw")
+    refused(lambda: bj.calibrate(ROWS, fit=["d.adamw"], start={"d.adamw": True}), "True")
+    assert bj.calibrate(ROWS, fit=["d.adamw"], start={"d.adamw": 1e-4}).names == ("fixed_s.adamw",)
+    path = tmp_path / "r.csv"
+    path.write_text("variant,step_ms,bandwidth\nadamw,4.1;;4.2,12.5\nband_switch,5,12.5\nadamw,20,25\n")
+    refused(lambda: bj.calibrate(path, fit=["d.adamw"]), "row 1", "step_ms = '4.1;;4.2'",
+            "empty repeat")
+
+
+@pytest.mark.parametrize("max_sim_s,names", [(0, ["max_sim_s = 0"]), (-1, ["max_sim_s = -1"]),
+                                             (math.inf, ["max_sim_s = inf"])])
+def test_engine_max_sim_s(max_sim_s, names):
+    import events
+
+    refused(lambda: events.sweep(SC, load=0.5, steps=2, variant="adamw", scheduler="inline",
+                                 max_sim_s=max_sim_s, progress=False),
+            *names, "finite number of seconds > 0")
+
+
+def test_engine_seed_bound():
+    import events
+
+    refused(lambda: events.sweep(SC, load=0.0, seed=2**63, steps=2, variant="adamw",
+                                 scheduler="inline", progress=False), "seed = 9223372036854775808",
+            "[0, 2**63)")
+
+
+@pytest.mark.parametrize("argv,names", [
+    (["winner", "--over", "dcs", "2", "2"], ["--over: dcs = [2.0, 2.0]", "more than once"]),
+    (["winner", "--over", "H", "0.5"], ["--over: H = 0.5: must be a whole number >= 1"]),
+    (["winner", "--write", ""], ["--write ''", "empty"]),
+    (["report", "--sections", "core", "--skip", "core", "--out", "@tmp/r"],
+     ["--sections core with --skip core", "no section"]),
+    (["breakeven", "adamw", "band_switch", "--achieve", ""], ["--achieve", "parameter = ''"]),
+    (["wan", "--seed", str(2**64), "--out", "@tmp/r.nc", "--steps", "2", "--variant", "adamw",
+      "--scheduler", "inline"], ["--seed 18446744073709551616", "2**63"]),
+], ids=["winner twice", "winner H", "winner write", "report nothing", "achieve empty", "wan seed"])
+def test_review_command_lines(tmp_path, capsys, argv, names):
+    argv = [a.replace("@tmp", str(tmp_path)) for a in argv]
+    cli_refused(argv, capsys, *names)
+    assert not list(tmp_path.iterdir())  # nothing written, no run started

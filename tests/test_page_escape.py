@@ -4,6 +4,7 @@ page from loading: the data embedded in the page escapes every "<"."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 import tomli_w
@@ -140,3 +141,107 @@ def test_page_states_the_message_size_the_runs_used(reference_report):
     res["shared_wan"]["sizing"]["message_B"] = 3e5
     said = " ".join(shared_wan.shared_wan_view(sc2, res).assumptions)
     assert "other jobs send 0.2 MB transfers" in said and "as 0.3 MB messages" in said, said
+
+
+# ------------------------------------------------------------------ DC names from a scenario
+
+# The names a review found running script from results.md, each a DC of a three-region table.
+EVIL_DCS = ["<img src=x onerror=alert(1)>", "</script><script>alert(1)</script>",
+            "<svg onload=alert(1)>"]
+
+
+def _evil_links_toml() -> dict:
+    a, b, c = EVIL_DCS
+    pairs = [(a, b, "10 GB/s", "5 ms"), (b, c, "12.5 GB/s", "2 ms"), (c, a, "8 GB/s", "20 ms")]
+    return {"links": {"names": EVIL_DCS, "pairs": [
+        {"from": f, "to": t, "wan": w, "latency": l, "symmetric": True} for f, t, w, l in pairs]}}
+
+
+@pytest.fixture(scope="module")
+def evil_dc_report(tmp_path_factory):
+    """`bandjax report --sections core cluster` (the setup and the links table, its pacing
+    sentences) and `bandjax explore --results` for a scenario whose DC names are markup."""
+    from bandjax import cli
+
+    root = tmp_path_factory.mktemp("evildc")
+    scenario = root / "evil.toml"
+    scenario.write_text(tomli_w.dumps(_evil_links_toml()))
+    assert bj.load(scenario).links.names == tuple(EVIL_DCS)  # read as typed
+    assert cli.main(["report", "--quiet", "--scenario", str(scenario), "--out", str(root / "rep"),
+                     "--sections", "core", "cluster", "figures"]) == 0
+    assert cli.main(["explore", "--scenario", str(scenario), "--results",
+                     str(root / "rep" / "results.json"), "--out", str(root / "page")]) == 0
+    return root
+
+
+def _docs_markdown(text: str) -> str:
+    """``text`` rendered as the docs render markdown: Python-Markdown with mkdocs.yml's
+    extensions and their settings."""
+    import markdown
+    import yaml
+
+    class Loose(yaml.SafeLoader):  # mkdocs.yml may hold !!python/name tags: read them as text
+        pass
+
+    Loose.add_multi_constructor("", lambda loader, suffix, node: None)
+    config = yaml.load((Path(__file__).resolve().parents[1] / "mkdocs.yml").read_text(), Loose)
+    names, settings = [], {}
+    for ext in config["markdown_extensions"]:
+        name, conf = next(iter(ext.items())) if isinstance(ext, dict) else (ext, None)
+        names.append(name)
+        if conf:
+            settings[name] = conf
+    return markdown.markdown(text, extensions=names, extension_configs=settings)
+
+
+def test_results_md_escapes_dc_names(evil_dc_report):
+    """No DC name reaches results.md as markup (they went in raw: an <img onerror>, a
+    </script><script> and an <svg onload>); rendered, each shows as typed."""
+    md = (evil_dc_report / "rep" / "results.md").read_text()
+    assert "<" not in md, [line for line in md.splitlines() if "<" in line][:3]
+    rendered = _docs_markdown(md)
+    import html as _html
+
+    text = _html.unescape(rendered)
+    for name in EVIL_DCS:
+        assert name in text  # shown as typed in the links table and the pacing sentences
+        assert name not in rendered  # but never as markup
+    svgs = list((evil_dc_report / "rep" / "figures").glob("*.svg"))
+    assert svgs and not any(n in f.read_text() for f in svgs for n in EVIL_DCS)
+    page = (evil_dc_report / "page" / "explorer.html").read_text()
+    assert not any(n in page for n in EVIL_DCS)
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is absent")
+def test_dc_names_run_no_script_in_a_browser(evil_dc_report, tmp_path):
+    """results.md rendered with the docs' markdown, and the explorer page, opened in Chromium:
+    no alert fires (a dialog handler counts them), no element carries an onerror or onload
+    handler, and the names show as typed."""
+    from playwright.sync_api import sync_playwright
+
+    md_page = tmp_path / "results.html"
+    md_page.write_text("<!doctype html><meta charset=utf-8><body>"
+                       + _docs_markdown((evil_dc_report / "rep" / "results.md").read_text())
+                       + "</body>")
+    dialogs = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            for path in (md_page, evil_dc_report / "page" / "explorer.html"):
+                page = browser.new_page()
+                page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+                page.goto(path.as_uri())
+                page.wait_for_load_state("load")
+                page.wait_for_timeout(300)
+                assert page.evaluate(
+                    "() => document.querySelectorAll('[onerror],[onload],script:not([src])')"
+                    ".length") == (0 if path == md_page else page.evaluate(
+                        "() => document.querySelectorAll('script:not([src])').length"))
+                assert page.evaluate("() => document.querySelectorAll('[onerror],[onload]').length") == 0
+                if path == md_page:
+                    shown = page.inner_text("body")
+                    assert all(n in shown for n in EVIL_DCS)
+                page.close()
+        finally:
+            browser.close()
+    assert dialogs == []

@@ -118,7 +118,7 @@ def test_aligns_with_other_labelled_results():
     (dict(variant=["adamx"]), ["variant = 'adamx'", "adamw"]),
     (dict(model=["gpt5"]), ["model = 'gpt5'", "llama3-8b"]),
     (dict(workers_per_dc=[2.5]), ["workers_per_dc = 2.5", "whole number"]),
-    (dict(H=[0]), ["H = 0", "> 0"]),
+    (dict(H=[0]), ["H = 0", "whole number >= 1"]),
     (dict(basis=["both"]), ["basis = 'both'", "hypothesis, exact"]),
     (dict(quantities=["speed"]), ["'speed'", "step_s"]),
     (dict(wan=[1.0]), ["wan is not a sweep argument", "wan_Bps"]),

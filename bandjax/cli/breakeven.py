@@ -33,7 +33,7 @@ def _check(args, sc) -> tuple[str, str, tuple[float, float] | tuple[None, None]]
     if args.sensitivity and args.over == "enob":
         raise ValueError("--sensitivity with --over enob: ENOB is discrete (measured steps) and "
                          "has no elasticity; use --over bandwidth or budget")
-    if args.achieve:
+    if args.achieve is not None:
         try:
             be._check_parameter(args.achieve, sc)
         except ValueError as e:

@@ -59,13 +59,18 @@ def _sections_ctx(args) -> dict:
     before any work (a ValueError naming the option and the value as typed)."""
     import math
 
-    from ..report import check_section_keys
+    from ..report import check_section_keys, section_keys
 
     ctx: dict = {}
     if args.sections is not None:
         ctx["only"] = check_section_keys("--sections", args.sections)
     if args.skip:
         ctx["skip"] = check_section_keys("--skip", args.skip)
+        left = [k for k in ctx.get("only") or section_keys() if k not in ctx["skip"]]
+        if not left:
+            given = f"--sections {' '.join(args.sections)} with " if args.sections else ""
+            raise ValueError(f"{given}--skip {' '.join(args.skip)}: leaves no section to build; "
+                             "skip fewer sections")
     b = args.engine_budget_s
     if b is not None:
         if not (math.isfinite(b) and 0 < b <= 86400):

@@ -31,8 +31,9 @@ def check_wan_args(args) -> None:
     if not 1 <= args.seeds <= _limits.MAX_SEEDS:
         raise ValueError(f"--seeds {args.seeds}: must be a whole number of seeds in 1 .. "
                          f"{_limits.MAX_SEEDS}")
-    if args.seed < 0:
-        raise ValueError(f"--seed {args.seed}: must be a whole number >= 0")
+    if not 0 <= args.seed <= 2**63 - args.seeds:  # each run's seed is a signed 64-bit integer
+        raise ValueError(f"--seed {args.seed}: must be a whole number >= 0 with --seed + --seeds "
+                         f"<= 2**63 (--seeds {args.seeds}: the last seed is --seed + --seeds - 1)")
     if args.bandwidth is not None and not (math.isfinite(args.bandwidth) and args.bandwidth > 0):
         raise ValueError(f"--bandwidth {args.bandwidth:g} GB/s: must be a finite number of GB/s "
                          "> 0")

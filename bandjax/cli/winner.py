@@ -40,9 +40,12 @@ def check_winner_args(args) -> None:
         seen.add(name)
         if not values:
             raise ValueError(f"--over {name}: give one value or more after the name")
-    if args.write:
+    if args.write is not None:
         from .._io import check_regular_or_absent
 
+        if not args.write.strip():  # an unset shell variable must not skip the write silently
+            raise ValueError(f"--write {args.write!r}: empty; give a .zarr or .nc path, or leave "
+                             "--write out")
         if not args.write.endswith((".zarr", ".nc")):
             raise ValueError(f"--write {args.write!r}: must end in .zarr (a zarr store) or .nc "
                              "(a netCDF file)")
@@ -132,7 +135,7 @@ def _winner(args) -> int:
     print(f"  {'bandwidth':<44} {'winner':<10} margin")
     for line in table(ds, names):
         print(line)
-    if args.write:
+    if args.write is not None:
         _write(ds, args.write, sc, {"bandwidth": bandwidth, **grid})
         print(f"wrote {args.write}")
     return 0

@@ -23,7 +23,7 @@ from .._io import atomic_write_text
 from ..scenario import Scenario, reference
 from . import figure_files
 from . import sections as _sections
-from .sections.common import Results, Section, _json_ready, md_escaped
+from .sections.common import Results, Section, _json_ready, md_escaped, user_names
 
 SECTIONS = None
 """The sections a report builds, in order; ``None``: every section of
@@ -126,13 +126,11 @@ def _build_sections(sc: Scenario, ctx: dict, results: dict, only, skip) -> None:
 def markdown(results: Results | dict) -> str:
     """results.md: the title and the headline, then every section in order, rendered from the
     typed sections (a results dict is read into them first, strictly); a section explained
-    instead of computed gives its heading and the reason in its place. Variant names from the
-    scenario are escaped once, here, so they show as typed (:func:`sections.common.md_escaped`)."""
+    instead of computed gives its heading and the reason in its place. Names from the scenario
+    (variant labels, DC names: :func:`sections.common.user_names`) are escaped once, here, so
+    they show as typed (:func:`sections.common.md_escaped`)."""
     res = Results.of(results)
-    setup = res.core.setup if res.core is not None else {}
-    variants = setup.get("variants", {}) if isinstance(setup, dict) else {}
-    names = [v.get(k) for v in variants.values() if isinstance(v, dict) for k in ("short", "label")]
-    escaped = md_escaped(res.to_json(), names)
+    escaped = md_escaped(res.to_json(), user_names(res.to_json()))
     if escaped is not None and escaped != res.to_json():
         res = Results.of(escaped)
     sections = _current_sections()

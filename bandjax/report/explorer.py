@@ -438,7 +438,7 @@ def check_schema(results, where: str, types: bool = True) -> None:
         raise ValueError(f"{where}: not a bandjax report: {field} = {shown} "
                          f"({error.message[:160]})")
     variants = results["setup"].get("variants", {})
-    if isinstance(variants, dict) and len(variants) >= 2 and not results["break_even_GBps"]:
+    if isinstance(variants, dict) and len(variants) >= 2 and results.get("break_even_GBps") == []:
         raise ValueError(f"{where}: break_even_GBps = []: a report of {len(variants)} variants has "
                          "an entry for each pair (a crossing or who wins throughout)")
 

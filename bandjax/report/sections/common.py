@@ -338,9 +338,27 @@ def md_text(text: str) -> str:
     return "".join(out)
 
 
+def user_names(results: dict) -> list[str]:
+    """Every text a scenario's author chose that results.json repeats in its sentences and
+    tables: variant short labels and labels, and DC names (the links table's and the cluster
+    section's rows). Each output escapes these at its own boundary (:func:`md_escaped`)."""
+    setup = results.get("setup") if isinstance(results.get("setup"), dict) else {}
+    variants = setup.get("variants") if isinstance(setup.get("variants"), dict) else {}
+    names = [v.get(k) for v in variants.values() if isinstance(v, dict) for k in ("short", "label")]
+    scenario = setup.get("scenario") if isinstance(setup.get("scenario"), dict) else {}
+    links = scenario.get("links") if isinstance(scenario.get("links"), dict) else {}
+    names += links.get("names") or [] if isinstance(links.get("names"), list) else []
+    for table in (links.get("pairs"), (results.get("cluster") or {}).get("links")
+                  if isinstance(results.get("cluster"), dict) else None):
+        for row in table if isinstance(table, list) else ():
+            if isinstance(row, dict):
+                names += [row.get("from"), row.get("to")]
+    return [n for n in names if isinstance(n, str)]
+
+
 def md_escaped(results: dict, names) -> dict:
-    """A copy of a results dict in which every occurrence of one of ``names`` (variant labels from
-    a scenario) that holds a markdown or HTML character is :func:`md_text`-escaped, in every
+    """A copy of a results dict in which every occurrence of one of ``names`` (variant labels and
+    DC names from a scenario, :func:`user_names`) that holds a markdown or HTML character is :func:`md_text`-escaped, in every
     string value (keys are left: they are ids, which hold none)."""
     names = sorted({n for n in names if isinstance(n, str) and any(c in MD_SIGNIFICANT for c in n)},
                    key=len, reverse=True)
