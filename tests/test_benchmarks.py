@@ -212,7 +212,9 @@ def test_quick_run_writes_every_key(tmp_path):
                           ("store", ("distributed_speedup",)),
                           ("winner", ("points_per_s", "ratio_sweep_argmin", "core_scaling")),
                           ("float32", ("speedup", "max_rel_err")),
-                          ("uncertainty", ("roots_per_s", "ratio_brentq"))):
+                          ("uncertainty", ("roots_per_s", "ratio_brentq")),
+                          ("stragglers", ("cells_per_s", "cells_per_s_no_straggler",
+                                          "time_over_no_straggler"))):
         sec = results[section]
         assert isinstance(sec["available"], bool)
         if section in ("break_even", "events", "uncertainty"):  # nothing optional: unavailable = crashed
