@@ -647,14 +647,14 @@ class Scenario:
             K = int(float(self.dcs))
             sites = Sites(names_of(self), (float(self.workers_per_dc),) * K, (1.0,) * K)
         out = dataclasses.replace(self, sites=None)
+        less = sites.without(name)  # an unknown name or too few DCs: refused before the cut
         if self.links is not None:
             B, L, names = self.link_values()
             keep = [k for k in range(len(names)) if names[k] != name]
-            sites.index(name)  # an unknown name: its own error, before the table is cut
             out = out.with_links(np.nan_to_num(B[np.ix_(keep, keep)], nan=1.0),
                                  np.nan_to_num(L[np.ix_(keep, keep)], nan=0.0),
                                  [names[k] for k in keep])
-        return out.replace(sites=sites.without(name))
+        return out.replace(sites=less)
 
     def link_values(self) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
         """(bandwidth B/s, latency s, names): the absolute K x K tables of a scenario point,
