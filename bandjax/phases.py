@@ -13,6 +13,7 @@ The one description of payload sizes and the module's stages. :mod:`bandjax.step
 
 from __future__ import annotations
 
+from .sites import Sites
 from .variants import Traffic, Variant, traffic
 
 STAGES = ("port", "optics", "compute", "fpga")
@@ -49,7 +50,7 @@ def variant_traffic(sc, v: Variant, pay: dict, where) -> Traffic:
     bytes are :func:`bandjax.sites.allgather_counts` x p)."""
     p = variant_payload_B(sc, v, pay)
     s = getattr(sc, "sites", None)
-    if s is None or s.equal:
+    if not isinstance(s, Sites) or s.equal:
         return traffic(v, p, pay["dense"], sc.workers_per_dc, sc.dcs, sc.topology, where=where)
     K, N = float(s.K), s.N
     t = traffic(v, p, pay["dense"], max(s.workers), K, sc.topology, where=where)

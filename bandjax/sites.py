@@ -160,7 +160,7 @@ def differ(sc) -> bool:
     same n): a static fact, so the closed forms take the per-site path only where it is needed and
     equal sites are today's figures bit for bit."""
     s = getattr(sc, "sites", None)
-    return s is not None and not s.equal
+    return isinstance(s, Sites) and not s.equal
 
 
 def workers_of(sc) -> np.ndarray:
