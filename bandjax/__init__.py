@@ -52,7 +52,7 @@ _EXPORTS = {
     "ScenarioError": "units", "Steps": "scenario", "load": "scenario", "reference": "scenario",
     "save": "scenario",
     "Rule": "variants", "Variant": "variants", "METHODS": "variants",
-    "Links": "links",
+    "Links": "links", "Sites": "sites",
     "required_bandwidth": "need",
     "Calibration": "calibration", "calibrate": "calibration",
     "break_even": "answers", "budget_break_even": "breakeven", "enob_break_even": "breakeven",
@@ -66,7 +66,7 @@ _EXPORTS = {
     "step_terms_s": "step",
     "best_over": "winmap", "winner": "winmap",
 }
-_MODULES = ("links", "store", "uncertainty", "variants")
+_MODULES = ("links", "sites", "store", "uncertainty", "variants")
 
 __all__ = [
     "BASES",
@@ -78,6 +78,7 @@ __all__ = [
     "PRESETS",
     "QUANTITIES",
     "Rule",
+    "Sites",
     "STAGES",
     "Scenario",
     "ScenarioError",
@@ -99,6 +100,7 @@ __all__ = [
     "reference",
     "required_bandwidth",
     "save",
+    "sites",
     "smallest_change",
     "step_s",
     "step_terms_s",

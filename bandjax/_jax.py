@@ -20,7 +20,7 @@ from .scenario import LEAVES, Scenario
 # Byte counts of billion-parameter models and sub-microsecond terms need 64-bit floats.
 jax.config.update("jax_enable_x64", True)
 
-jax.tree_util.register_dataclass(Scenario, data_fields=list(LEAVES), meta_fields=["steps", "variants", "uncertain", "links"])
+jax.tree_util.register_dataclass(Scenario, data_fields=list(LEAVES), meta_fields=["steps", "variants", "uncertain", "links", "sites"])
 
 # ------------------------------------------------------------------------ compilation cache
 

@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import links as _links
+from . import sites as _sites
 from .scenario import Scenario
 from .step import col
 
@@ -130,11 +131,41 @@ def rounds_ettr(sc: Scenario, round_s, *, variant_axis: bool = True) -> tuple:
 
     1 exactly where nothing fails."""
     at = col if variant_axis else jnp.asarray
+    if _sites.differ(sc):
+        return _sites_ettr(sc, round_s, at)
     # linear in r: at r = 0 exactly 1 - 0 = 1, and the slope there is the right one
     per_worker = at(sc.workers_per_dc * sc.failure_rate_per_hour / SECONDS_PER_HOUR)
     mean, most = restore_s(sc)
     base = at(sc.restart_s) + round_s
     return 1.0 - per_worker * (base + at(mean)), per_worker * (base + at(most))
+
+
+def _restore_rel(sc: Scenario) -> tuple[np.ndarray, np.ndarray]:
+    """(ring, mesh): each DC's restore over P b / wan_Bps, (K,): 1 / the relative bandwidth of its
+    slowest incoming link in use (ones for equal links)."""
+    K = _sites.workers_of(sc).size
+    if sc.links is None:
+        return np.ones(K), np.ones(K)
+    rel = sc.links.bandwidth_rel
+    return (_inverse_incoming(K, rel, _links.ring_pairs(K)),
+            _inverse_incoming(K, rel, _links.mesh_pairs(K)))
+
+
+def _sites_ettr(sc: Scenario, round_s, at) -> tuple:
+    """:func:`rounds_ettr` on sites that differ, DC i with n_i workers and its own restore:
+
+        ETTR = 1 - sum_i (n_i / N) n_i r (u0 + restore_i + round)
+
+    and the largest n_i r (u0 + restore_i + round)."""
+    n = _sites.workers_of(sc)
+    weight = n * n / np.sum(n)  # (K,): (n_i / N) n_i
+    rate = at(sc.failure_rate_per_hour / SECONDS_PER_HOUR)[..., None]
+    ring, mesh = _restore_rel(sc)
+    rel = jnp.where(at(sc.topology)[..., None] == 1, mesh, ring)
+    each = (at(sc.restart_s) + round_s)[..., None] + at(
+        sc.params * sc.restore_bytes_per_param / sc.wan_Bps)[..., None] * rel
+    return (1.0 - jnp.sum(rate * weight * each, axis=-1),
+            jnp.max(rate * n * each, axis=-1))
 
 
 def ettr_parts(sc: Scenario, step_s, H, *, variant_axis: bool = True, stop=None) -> tuple:

@@ -29,6 +29,7 @@ from xarray.indexes import PandasIndex
 from . import _limits, failures, metrics
 from ._budget_index import BudgetIndex, budget_names
 from .labels import BUDGET_NAMES, COORD_ATTRS, budget_labels
+from . import sites as _sites
 from .links import scaling_note
 from .scenario import Scenario, reference, check_overrides
 from .step import COMPONENTS, STAGES, module_stages_s
@@ -37,7 +38,7 @@ from .sweepargs import Grid, parse
 QUANTITIES = ("step_s", "gpu_s", "comm_s", "compute_utilisation", "time_to_target_s",
               "steps_to_target", "status", "hot_spot", "energy_per_step_J", "energy_to_target_J", "bytes_per_worker_B",
               "wan_B", "module_stage_s", "ettr", "goodput", "mtbf_s", "checkpoint_interval_s",
-              "failure_status")
+              "failure_status", "throughput_tokens_per_s")
 # quantities of the grid alone, without a variant axis
 NO_VARIANT = ("module_stage_s", "mtbf_s")
 ENERGY_COLUMNS = (*metrics.ENERGY_PARTS, "total")
@@ -45,11 +46,15 @@ DTYPES = ("float64", "float32")  # the precision of a sweep's or a winner map's 
 
 _ATTRS = {
     "step_s": {"units": "s", "long_name": "step time"},
-    "gpu_s": {"units": "s", "long_name": "GPU compute per step"},
-    "comm_s": {"units": "s", "long_name": "everything per step but the mean GPU compute: communication, d and the wait for the slowest worker"},
+    "gpu_s": {"units": "s", "long_name": "useful GPU compute per step (on sites that differ "
+                                         "(sum_i n_i H_i c_i) / (N H))"},
+    "comm_s": {"units": "s", "long_name": "everything per step but the useful GPU compute: communication, d and the waits for the slowest worker and the slowest site"},
     "compute_utilisation": {"units": "1", "long_name": "compute utilisation: GPU compute per step / "
                                                        "step time (1: the network costs nothing)"},
-    "time_to_target_s": {"units": "s", "long_name": "time to the target loss (steps x step time)",
+    "throughput_tokens_per_s": {"units": "tokens/s", "long_name": "tokens trained a second: T N / "
+                                "step (on sites that differ T sum_i n_i H_i / (H step))"},
+    "time_to_target_s": {"units": "s", "long_name": "time to the target loss (steps x N T / "
+                                                 "throughput: steps x step time but under sites 'scaled')",
                          "note": "NaN where the variant never reaches the target or was not measured; see status"},
     "steps_to_target": {"units": "1", "long_name": "measured steps to the target loss",
                         "note": "inf = measured, never reaches it; NaN = not measured"},
@@ -865,13 +870,17 @@ def _attrs(sc: Scenario, g: Grid, vids) -> dict:
     note = scaling_note(sc, [*g.dims, *g.scalars])
     if note:
         attrs["links_scaling"] = note
+    note = _sites.scaling_note(sc, [*g.dims, *g.scalars])
+    if note:
+        attrs["sites_scaling"] = note
     attrs.update({
         "title": "bandjax closed-form sweep",
         "target_loss": float(sc.steps.target_loss),
         "assumptions": "d calibrated to the study's step times; steps to target are single-seed "
                        "measurements; " + (f"{', '.join(rules)} take(s) steps by a rule whose basis "
                        "(hypothesis or exact) is the basis coordinate; " if rules else "")
-                       + "syncing every H steps (and a sync's delay) assumes steps to target unchanged",
+                       + "syncing every H steps (and a sync's delay) assumes steps to target unchanged"
+                       + ("; " + _sites.ASSUMPTION if _sites.differ(sc) else ""),
     })
     own = [v.id for v in sc.variants if v.own_method and v.id in vids]
     if own:  # the scenario's H (and a sweep over it) moves only the variants without their own

@@ -13,9 +13,10 @@ import numpy as np
 
 from . import failures as _failures
 from . import links as _links
+from . import sites as _sites
 from .scenario import Scenario
-from .step import (col, fragment_parts_s, pacing_link_index, step_parts_s, step_s, sum_parts,
-                   sync_method, traffic_B)
+from .step import (col, fragment_parts_s, pacing_link_index, site_rates, step_parts_s, step_s,
+                   sum_parts, sync_method, traffic_B)
 
 ENERGY_PARTS = ("compute", "network", "modules")
 
@@ -65,7 +66,11 @@ def energy_parts_J(sc: Scenario, step_s, *, traffic=None, method=None) -> tuple:
     t = traffic_B(sc) if traffic is None else traffic
     m = sync_method(sc) if method is None else method
     flops = sc.flops_per_param_token * sc.active * sc.tokens_per_worker
-    compute = N * (col(sc.gpu_static_W) * step_s + col(sc.gpu_J_per_FLOP * flops))
+    if _sites.differ(sc):  # a worker's FLOPs of a step: its DC's H_i / H inner steps' (N T share)
+        compute = N * (col(sc.gpu_static_W) * step_s
+                       + col(sc.gpu_J_per_FLOP * flops) * site_rates(sc)[1])
+    else:
+        compute = N * (col(sc.gpu_static_W) * step_s + col(sc.gpu_J_per_FLOP * flops))
     network = (8 * N * (t.port_B + t.qsfp_B) * col(sc.link_J_per_bit)
                + 8 * t.links * t.wan_B * col(sc.wan_J_per_bit)) / m.H
     has_module = jnp.array([v.module for v in sc.variants])
@@ -83,7 +88,9 @@ def energy_per_step_J(sc: Scenario, step_s):
                    bytes per sync, whatever its bandwidth, so per-link values change no byte)
         modules  = N x module power x step                              (variants with a module)
 
-    N = K n.
+    N = K n (sum_i n_i on sites). On sites that differ under "scaled" a step's FLOPs are those of
+    sum_i n_i H_i / H inner steps; the WAN bytes summed over the links in use are the same
+    (:func:`bandjax.phases.variant_traffic`), and every GPU draws the scenario's power.
 
     Syncing every H steps (each variant's H) divides the network bytes by H; F = 6 P_active T.
     """
@@ -108,8 +115,10 @@ def evaluate(sc: Scenario, steps):
     """Every closed-form quantity at once, for jit.
 
     ``steps``: steps to target, broadcastable to (..., variant); inf = never, nan = not measured.
-    Returns a dict of arrays: ``terms_s`` (..., variant, component), ``step_s``, ``gpu_s``,
-    ``comm_s``, ``compute_utilisation``, ``time_to_target_s`` (divided by ETTR,
+    Returns a dict of arrays: ``terms_s`` (..., variant, component), ``step_s``, ``gpu_s`` (the
+    useful compute), ``comm_s``, ``compute_utilisation``, ``throughput_tokens_per_s`` (T N / step;
+    on sites that differ T sum_i n_i H_i / (H step)), ``time_to_target_s`` (steps x N T /
+    throughput, which is steps x step but under sites "scaled"; divided by ETTR,
     :mod:`bandjax.failures`), ``ettr``, ``goodput``, ``checkpoint_interval_s``,
     ``failure_status``, ``bytes_per_worker_B``, ``wan_B`` (..., variant), ``mtbf_s`` (...),
     ``energy_J`` (..., variant, part) and ``energy_to_target_J`` (..., variant).
@@ -129,13 +138,20 @@ def evaluate(sc: Scenario, steps):
     total = sum_parts(energy)
     gpu = jnp.broadcast_to(parts[0], step.shape)
     fail = _failures.outputs(sc, step, gpu, m.H)
+    tokens = col(sc.tokens_per_worker * sc.dcs * sc.workers_per_dc)
+    if _sites.differ(sc):  # global batches of N T tokens at T sum_i n_i H_i / (H step) tokens/s
+        share = site_rates(sc)[1]
+        time, throughput, per_batch = steps * step / share, tokens * share / step, 1.0 / share
+    else:
+        time, throughput, per_batch = steps * step, tokens / step, None
     return {
         "terms_s": terms,
         "step_s": step,
         "gpu_s": gpu,
         "comm_s": step - gpu,
         "compute_utilisation": gpu / step,
-        "time_to_target_s": _failures.time_to_target_s(steps * step, fail["ettr"]),
+        "time_to_target_s": _failures.time_to_target_s(time, fail["ettr"]),
+        "throughput_tokens_per_s": throughput,
         "ettr": fail["ettr"],
         "goodput": fail["goodput"],
         "checkpoint_interval_s": fail["checkpoint_interval_s"],
@@ -144,16 +160,18 @@ def evaluate(sc: Scenario, steps):
         "bytes_per_worker_B": bytes_per_worker_B(sc, traffic=t, method=m),
         "wan_B": wan_link_B(sc, traffic=t, method=m),
         "energy_J": jnp.stack(jnp.broadcast_arrays(*energy), axis=-1),
-        "energy_to_target_J": steps * total,
+        "energy_to_target_J": steps * total if per_batch is None else steps * per_batch * total,
     }
 
 
 def time_to_target_s(sc: Scenario, steps):
     """Steps x step time / ETTR, per variant (last axis), s (ETTR = 1 where nothing fails,
-    :mod:`bandjax.failures`). Differentiable in the scenario and steps."""
+    :mod:`bandjax.failures`); on sites that differ steps x N T / throughput (global batches of
+    N T tokens). Differentiable in the scenario and steps."""
     m = sync_method(sc)
     step = step_s(sc, method=m)
-    return _failures.time_to_target_s(steps * step, _failures.ettr_parts(sc, step, m.H)[0])
+    time = steps * step / site_rates(sc)[1] if _sites.differ(sc) else steps * step
+    return _failures.time_to_target_s(time, _failures.ettr_parts(sc, step, m.H)[0])
 
 
 # bandjax's own one-off evaluations (the report's load-0 steps and weakest inputs): one compiled

@@ -13,6 +13,7 @@ The one description of payload sizes and the module's stages. :mod:`bandjax.step
 
 from __future__ import annotations
 
+from .sites import Sites
 from .variants import Traffic, Variant, traffic
 
 STAGES = ("port", "optics", "compute", "fpga")
@@ -39,9 +40,26 @@ def variant_payload_B(sc, v: Variant, pay: dict):
 
 
 def variant_traffic(sc, v: Variant, pay: dict, where) -> Traffic:
-    """:func:`bandjax.variants.traffic` of ``v`` under ``sc`` (``where``: elementwise select)."""
-    return traffic(v, variant_payload_B(sc, v, pay), pay["dense"], sc.workers_per_dc, sc.dcs,
-                   sc.topology, where=where)
+    """:func:`bandjax.variants.traffic` of ``v`` under ``sc`` (``where``: elementwise select).
+
+    Sites that differ (``sc.sites``, docs/model.md section 16): the all-reduce and in-network
+    WAN bytes do not depend on n; a worker's port and its own WAN share are those of the DC with
+    the most workers (2(n-1)/n p grows with n: that DC's ring binds the sync's intra-DC part); an
+    all-gather puts (N - 1) p through each worker's link and sum_i (K-1) n_i p = (K-1) N p on the
+    WAN, whose mean over the links in use is ``wan_B`` (what the energy sums; each link's own
+    bytes are :func:`bandjax.sites.allgather_counts` x p)."""
+    p = variant_payload_B(sc, v, pay)
+    s = getattr(sc, "sites", None)
+    if not isinstance(s, Sites) or s.equal:
+        return traffic(v, p, pay["dense"], sc.workers_per_dc, sc.dcs, sc.topology, where=where)
+    K, N = float(s.K), s.N
+    t = traffic(v, p, pay["dense"], max(s.workers), K, sc.topology, where=where)
+    if v.collective != "allgather":
+        return t
+    on_link, zero = (N - 1) * p, 0.0 * p
+    port, qsfp = (on_link, zero) if v.link == "port" else (zero, on_link)
+    return t._replace(port_B=port, qsfp_B=qsfp,
+                      wan_B=where(sc.topology == 1, N * p / K, (K - 1) * N * p / K))
 
 
 def module_stages(sc) -> tuple:

@@ -27,6 +27,7 @@ from . import variants as _variants
 from ._io import atomic_write_text
 from ._limits import MAX_LINK_DCS
 from .links import Links
+from .sites import Sites, _real, check_positive, check_workers
 from .units import ScenarioError, _digits, format_quantity, parse
 from .variants import NEVER, TOPOLOGIES, Rule, Variant
 
@@ -374,7 +375,9 @@ class Scenario:
     ``variants`` (the registry, :data:`bandjax.variants.VARIANTS` by default) are static.
     ``links`` (static, :class:`bandjax.links.Links`) gives each directed WAN link its own bandwidth
     and latency relative to ``wan_Bps`` (then the slowest link's) and ``wan_latency_s`` (the
-    longest link's); None is K equal links. :meth:`with_links` sets it.
+    longest link's); None is K equal links. :meth:`with_links` sets it. ``sites`` (static,
+    :class:`bandjax.sites.Sites`) gives each DC its own workers and GPU compute relative to c;
+    then ``dcs`` is K and ``workers_per_dc`` the mean N / K. :meth:`with_sites` sets it.
 
     GPU compute per step is not a field: c = flops_per_param_token x P x T / (gpu_peak_FLOPs x
     utilisation) (:attr:`gpu_compute_s`). The study's GPU is its calibrated effective rate
@@ -431,6 +434,7 @@ class Scenario:
     variants: tuple[Variant, ...] = _variants.VARIANTS
     uncertain: tuple = ()  # ((parameter, distribution), ...): bandjax.distributions, static
     links: Links | None = None  # per-link values (docs/model.md section 15), static; None: equal
+    sites: Sites | None = None  # per-DC workers and compute (section 16), static; None: equal
 
     @property
     def gpu_compute_s(self):
@@ -480,6 +484,10 @@ class Scenario:
             check_dcs_of_links(changes["dcs"], links)
         if "links" in changes and links is not None:
             changes["dcs"] = float(links.K)
+        sites = changes.get("sites", self.sites)
+        if sites is not None:
+            _check_fixed_by_sites(sites, changes, links)
+            changes["dcs"], changes["workers_per_dc"] = float(sites.K), sites.N / sites.K
         for name, value in changes.items():
             if name in LIMITS:
                 check_field(name, value, whole=False)
@@ -513,10 +521,140 @@ class Scenario:
         ``wan_latency_s`` = the longest link's latency. Symmetric links are a symmetric table.
         """
         links, wan_Bps, latency_s = Links.from_absolute(bandwidth, latency, names)
+        if self.sites is not None and self.sites.names != links.names:
+            raise ScenarioError(f"with_links names = {list(links.names)!r}: this scenario's sites "
+                                f"are {list(self.sites.names)!r}; the links table must name the "
+                                "same DCs in the same order (or drop the sites first)")
         check_field("wan_Bps", wan_Bps)
         check_field("wan_latency_s", latency_s)
         return dataclasses.replace(self, links=links, dcs=float(links.K), wan_Bps=wan_Bps,
                                    wan_latency_s=latency_s)
+
+    def with_sites(self, names=None, gpu=None, utilisation=None, workers=None,
+                   gpu_compute_s=None) -> "Scenario":
+        """This scenario with each DC's own GPU compute and workers (docs/model.md section 16).
+
+        Every argument is optional, a list of K values (K from ``names``, else the links table,
+        else ``dcs``); a None entry (or argument) is the scenario's own value for that DC.
+
+        Args:
+          names: the K DCs' names; with per-link values they must be the links table's, in its
+            order (default: the table's, or ``dc0``...).
+          gpu: per DC, a preset of :data:`GPUS`, ``"study"`` (the study's calibrated rate) or a
+            peak in FLOP/s.
+          utilisation: per DC, the model-FLOPs utilisation in (0, 1] (default: 0.4 for a named
+            preset, 1 for ``"study"``, else the scenario's).
+          workers: per DC, n_i, whole, >= 1 (default: the scenario's n).
+          gpu_compute_s: per DC, c_i in s, directly (then neither ``gpu`` nor ``utilisation`` for
+            that DC).
+
+        c_i = flops_per_param_token x P_active x T / (peak_i x utilisation_i). The scenario's GPU
+        becomes the slowest site's (its c is c_max, so the slowest site's ``compute_rel`` is 1),
+        ``dcs`` K and ``workers_per_dc`` the mean N / K. Board power and energy per FLOP stay the
+        scenario's (one GPU's energy for every site).
+        """
+        from .links import default_names
+
+        def listed(arg, what, K):
+            if arg is None:
+                return [None] * K
+            if isinstance(arg, (str, bytes, dict)) or not isinstance(arg, (list, tuple, np.ndarray)):
+                raise ScenarioError(f"with_sites {what} = {arg!r}: expected a list of {K} values, "
+                                    "one per DC")
+            if len(arg) != K:
+                raise ScenarioError(f"with_sites {what} = {list(arg)!r}: {len(arg)} values for {K} "
+                                    "DCs; give one per DC")
+            return list(arg)
+
+        if names is not None:
+            if isinstance(names, str) or not isinstance(names, (list, tuple)):
+                raise ScenarioError(f"with_sites names = {names!r}: expected a list of DC names")
+            names = tuple(names)
+            if self.links is not None:
+                unknown = [n for n in names if n not in self.links.names]
+                if unknown:
+                    raise ScenarioError(f"with_sites names: {', '.join(map(repr, unknown))} not in "
+                                        f"the links table; allowed: {', '.join(self.links.names)}")
+            K = len(names)
+        elif self.links is not None:
+            names, K = self.links.names, self.links.K
+        elif self.sites is not None:
+            names, K = self.sites.names, self.sites.K
+        else:
+            K = int(float(self.dcs))
+            names = default_names(K)
+        gpus = listed(gpu, "gpu", K)
+        utils = listed(utilisation, "utilisation", K)
+        ns = listed(workers, "workers", K)
+        cs = listed(gpu_compute_s, "gpu_compute_s", K)
+        work = float(self.flops_per_param_token) * float(self.active) * float(self.tokens_per_worker)
+        rates, computes = [], []
+        for i in range(K):
+            where = f"[[sites]] {names[i]!r}" if i < len(names) else f"[[sites]] {i}"
+            g, u, c = gpus[i], utils[i], cs[i]
+            if c is not None:
+                if g is not None or u is not None:
+                    raise ScenarioError(f"{where}: gpu_compute = {c!r} with gpu = {g!r} / "
+                                        f"utilisation = {u!r}; give the compute, or the GPU and "
+                                        "its utilisation, not both")
+                computes.append(check_positive(c, where, "gpu_compute", " s"))
+                rates.append(None)
+                continue
+            if g is None:
+                peak, default_u = float(self.gpu_peak_FLOPs), float(self.utilisation)
+            elif isinstance(g, str):
+                if g == "study":
+                    peak, default_u = STUDY_GPU_FLOPs, 1.0
+                elif g in GPUS:
+                    peak, default_u = GPUS[g].peak_FLOPs, DEFAULT_UTILISATION
+                else:
+                    raise ScenarioError(f"{where} gpu = {g!r} is not a preset; allowed: "
+                                        f"{', '.join(GPUS)}, study, or a peak in FLOP/s")
+            else:
+                peak = check_positive(g, where, "gpu", " FLOP/s (a peak) or a preset name")
+                default_u = float(self.utilisation)
+            if u is None:
+                u = default_u
+            elif not _real(u) or not (0 < float(u) <= 1):
+                raise ScenarioError(f"{where} utilisation = {u!r}: must be a number in (0, 1]")
+            rates.append((peak, float(u)))
+            computes.append(check_positive(work / (peak * float(u)), where, "gpu_compute", " s"))
+        ns = [self.workers_per_dc if n is None else n for n in ns]
+        ns = [check_workers(n, f"[[sites]] {names[i]!r}" if i < len(names) else f"[[sites]] {i}")
+              for i, n in enumerate(ns)]
+        slowest = int(np.argmax(computes))
+        top = computes[slowest]
+        sites = Sites(names, tuple(ns), tuple(c / top for c in computes))
+        if rates[slowest] is None:
+            base = self.replace(sites=None, gpu_compute_s=top)
+        else:
+            base = self.replace(sites=None, gpu_peak_FLOPs=rates[slowest][0],
+                                utilisation=rates[slowest][1])
+        if self.links is not None and sites.names != self.links.names:
+            raise ScenarioError(f"with_sites names = {list(sites.names)!r}: must be the links "
+                                f"table's DCs in its order, {list(self.links.names)!r}")
+        return base.replace(sites=sites)
+
+    def without_site(self, name: str) -> "Scenario":
+        """This scenario less DC ``name``: K - 1 DCs, its links row and column removed where the
+        scenario has per-link values (the rest keep theirs; ``wan_Bps`` and ``wan_latency_s``
+        follow the new slowest and longest links). Refused below 2 DCs. Equal sites are first
+        written as a table (``sites``) of the scenario's n and c."""
+        from .links import names_of
+
+        sites = self.sites
+        if sites is None:
+            K = int(float(self.dcs))
+            sites = Sites(names_of(self), (float(self.workers_per_dc),) * K, (1.0,) * K)
+        out = dataclasses.replace(self, sites=None)
+        less = sites.without(name)  # an unknown name or too few DCs: refused before the cut
+        if self.links is not None:
+            B, L, names = self.link_values()
+            keep = [k for k in range(len(names)) if names[k] != name]
+            out = out.with_links(np.nan_to_num(B[np.ix_(keep, keep)], nan=1.0),
+                                 np.nan_to_num(L[np.ix_(keep, keep)], nan=0.0),
+                                 [names[k] for k in keep])
+        return out.replace(sites=less)
 
     def link_values(self) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
         """(bandwidth B/s, latency s, names): the absolute K x K tables of a scenario point,
@@ -666,6 +804,28 @@ def _time_text(value) -> str:
     return repr(value)
 
 
+def _check_fixed_by_sites(sites, changes: dict, links) -> None:
+    """With per-DC sites, K and the mean n come from the table: a concrete ``dcs`` or
+    ``workers_per_dc`` that disagrees with it is refused (a traced one, a derivative over every
+    field at once, is not checked); a links table must name the same DCs in the same order."""
+    if not isinstance(sites, Sites):
+        raise ScenarioError(f"sites = {sites!r}: expected a bandjax.Sites (or None)")
+    for name, value in (("dcs", float(sites.K)), ("workers_per_dc", sites.N / sites.K)):
+        if name not in changes:
+            continue
+        x = changes[name]
+        concrete = isinstance(x, (int, float, np.ndarray, np.number, list, tuple))
+        if concrete and not np.allclose(np.asarray(x, dtype=float), value, rtol=1e-12, atol=0.0):
+            raise ScenarioError(
+                f"{_where(name)} = {x!r}: this scenario has per-site values for {sites.K} DCs "
+                f"({', '.join(sites.names)}, workers {', '.join(f'{n:g}' for n in sites.workers)}), "
+                f"so {'K' if name == 'dcs' else 'n (the mean N / K)'} comes from its sites table; "
+                "give new sites with with_sites(...) instead")
+    if links is not None and links.names != sites.names:
+        raise ScenarioError(f"sites names = {list(sites.names)!r}: the links table names "
+                            f"{list(links.names)!r}; both must name the same DCs in the same order")
+
+
 def _check_variants(registry) -> None:
     if not (isinstance(registry, tuple) and all(isinstance(v, Variant) for v in registry)):
         raise ScenarioError(f"variants = {registry!r}: expected a tuple of bandjax.Variant")
@@ -782,7 +942,11 @@ def validate(sc: Scenario) -> Scenario:
     if not isinstance(sc.steps, Steps):
         raise ScenarioError(f"steps = {sc.steps!r}: expected a bandjax.Steps")
     for name in FIELDS:
-        check_field(name, getattr(sc, name))
+        # with sites, n is the mean N / K, which need not be whole (each n_i is)
+        check_field(name, getattr(sc, name), whole=not (name == "workers_per_dc" and sc.sites))
+    if sc.sites is not None:
+        _check_fixed_by_sites(sc.sites, {"dcs": sc.dcs, "workers_per_dc": sc.workers_per_dc},
+                              sc.links)
     if sc.active_params is not None:
         _check_active(sc.active_params)
     if sc.checkpoint_every_s is not None:
@@ -829,11 +993,13 @@ def _variant_to_toml(v: Variant) -> dict:
         out["delay"] = int(v.delay)
     if v.fragments != 1:
         out["fragments"] = int(v.fragments)
+    if v.sites != "wait":
+        out["sites"] = v.sites
     return out
 
 
 _VARIANT_KEYS = ("label", "short", "payload", "collective", "link", "module", "steps", "d", "colour",
-                 "bytes_per_param", "rule", "sync_every", "delay", "fragments")
+                 "bytes_per_param", "rule", "sync_every", "delay", "fragments", "sites")
 # what the method's keys allow (docs/model.md section 14)
 _METHOD_ALLOWED = {"sync_every": "a whole number of inner steps >= 1",
                    "delay": "a whole number of inner steps, 0 to H - 1",
@@ -900,6 +1066,9 @@ def to_toml_dict(sc: Scenario) -> dict:
     out["model"]["gpu_compute"] = format_quantity(float(sc.gpu_compute_s), "time")
     if sc.links is not None:
         out["links"].update(_links_to_toml(sc))
+    if sc.sites is not None:  # n is each row's; the mean N / K is derived
+        del out["cluster"]["workers_per_dc"]
+        out[SITES_SECTION] = _sites_to_toml(sc)
     if sc.active_params is not None:
         out["model"][ACTIVE[1]] = format_quantity(float(sc.active_params), "count")
     if sc.checkpoint_every_s is not None:
@@ -926,6 +1095,65 @@ def to_toml_dict(sc: Scenario) -> dict:
 
 
 LINK_ROW_KEYS = ("from", "to", "wan", "latency", "symmetric")
+SITES_SECTION = "sites"  # [[sites]] rows, one a DC (docs/model.md section 16)
+SITE_ROW_KEYS = ("name", "workers", "gpu", "utilisation", "gpu_compute")
+
+
+def _sites_to_toml(sc: Scenario) -> list[dict]:
+    """The ``[[sites]]`` rows of a scenario with per-DC sites: each DC's name, workers and GPU
+    compute c_i (with its unit; c_i = c x compute_rel)."""
+    s = sc.sites
+    return [{"name": name, "workers": int(n), "gpu_compute": format_quantity(c, "time")}
+            for name, n, c in zip(s.names, s.workers, s.compute_s(float(sc.gpu_compute_s)))]
+
+
+def _sites_from_toml(rows, sc: Scenario) -> Scenario:
+    """``sc`` with the sites of a file's ``[[sites]]`` rows.
+
+    Each row: ``name`` (required), ``workers`` (default the scenario's n), and either
+    ``gpu_compute`` (c_i, with a unit) or ``gpu`` (a preset of :data:`GPUS`, ``"study"`` or a
+    peak with a unit, ``"989 TFLOP/s"``) and ``utilisation``. Rows that give only compute times
+    are c_i / c of the file's own c (its ``[model]``), as saved; rows with a GPU go through
+    :meth:`Scenario.with_sites` (the scenario's GPU becomes the slowest site's)."""
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
+        raise ScenarioError(f"[[sites]] = {rows!r}: expected [[sites]] rows, each a table with "
+                            f"keys {', '.join(SITE_ROW_KEYS)}")
+    names, gpus, utils, workers, computes = [], [], [], [], []
+    for k, row in enumerate(rows, 1):
+        where = f"[[sites]] row {k}"
+        for key in row:
+            if key not in SITE_ROW_KEYS:
+                raise ScenarioError(f"{where}: {key} is not a known key; allowed: "
+                                    f"{', '.join(SITE_ROW_KEYS)}")
+        name = row.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise ScenarioError(f"{where}: name = {name!r}: every site needs a DC name (a "
+                                "non-empty string)")
+        where = f"[[sites]] {name!r}"
+        names.append(name)
+        n = row.get("workers")
+        workers.append(None if n is None else parse(f"{where} workers", n, "count"))
+        g = row.get("gpu")
+        if isinstance(g, str) and g not in GPUS and g != "study":
+            g = parse(f"{where} gpu", g, "flop_rate")
+        elif g is not None and not isinstance(g, str):
+            raise ScenarioError(f"{where} gpu = {g!r}: expected a preset name ({', '.join(GPUS)}, "
+                                "study) or a peak with its unit, e.g. '989 TFLOP/s'")
+        gpus.append(g)
+        u = row.get("utilisation")
+        utils.append(None if u is None else parse(f"{where} utilisation", u, "count"))
+        c = row.get("gpu_compute")
+        if c is not None and not isinstance(c, str):
+            raise ScenarioError(f"{where} gpu_compute = {c!r} has no unit; write it with one, "
+                                "e.g. gpu_compute = '1.2 s'")
+        computes.append(None if c is None else parse(f"{where} gpu_compute", c, "time"))
+    if all(g is None and u is None for g, u in zip(gpus, utils)):
+        c = float(sc.gpu_compute_s)
+        rel = [1.0 if x is None else check_positive(x, f"[[sites]] {nm!r}", "gpu_compute", " s") / c
+               for nm, x in zip(names, computes)]
+        n = [float(sc.workers_per_dc) if x is None else x for x in workers]
+        return sc.replace(sites=Sites(tuple(names), tuple(n), tuple(rel)))
+    return sc.with_sites(names, gpus, utils, workers, computes)
 
 
 def _links_to_toml(sc: Scenario) -> dict:
@@ -1039,6 +1267,9 @@ def save(sc: Scenario, path: str | os.PathLike) -> None:
               "# [fixed_time] is d per variant, calibrated to the study's recorded step times.\n"
               "# [steps] are measured steps to the target loss; \"never\" = measured, never reaches it.\n"
               "# [variants.<id>] adds a variant (or changes one of the study's six).\n")
+    if sc.sites is not None:
+        header += ("# [[sites]] gives each DC its workers and GPU compute per inner step; "
+                   "[cluster] dcs is then their number.\n")
     if sc.links is not None:
         header += ("# [[links.pairs]] gives each directed WAN link its bandwidth and latency "
                    "(symmetric = true: both directions);\n# [links] wan and latency are then "
@@ -1087,10 +1318,13 @@ def from_toml_dict(data: dict) -> Scenario:
     ``[failures] checkpoint_every = "20 min"`` a checkpoint interval (``"young"``, the default:
     Young's interval).
     """
+    data = dict(data)
+    site_rows = data.pop(SITES_SECTION, None)
     by_key = {(section, key): name for name, (section, key, _, _) in FIELDS.items()}
     extra = {("model", "gpu"), ("model", "gpu_compute"), ("model", "model"), ACTIVE, ("links", "pairs"),
              ("links", "names"), CHECKPOINT}
-    sections = {s for s, _ in by_key} | {FIXED_SECTION, "steps", VARIANTS_SECTION, "uncertain"}
+    sections = {s for s, _ in by_key} | {FIXED_SECTION, "steps", VARIANTS_SECTION, "uncertain",
+                                         SITES_SECTION}
     changes: dict[str, Any] = {}
     ref = reference()
     for section, entries in data.items():
@@ -1178,9 +1412,16 @@ def from_toml_dict(data: dict) -> Scenario:
     if "names" in links and "pairs" not in links:
         raise ScenarioError(f"[links] names = {links['names']!r}: names go with [[links.pairs]] "
                             "rows, which give each link's bandwidth and latency")
+    if site_rows is not None:  # K and n come from the rows: the file's, if given, must agree
+        fixed = {k: changes.pop(k) for k in ("dcs", "workers_per_dc") if k in changes}
     if "pairs" in links:
-        return validate(_with_file_links(sc.replace(**changes), changes, _links_from_toml(links)))
-    return validate(sc.replace(**changes))
+        sc = _with_file_links(sc.replace(**changes), changes, _links_from_toml(links))
+    else:
+        sc = sc.replace(**changes)
+    if site_rows is not None:
+        sc = _sites_from_toml(site_rows, sc)
+        _check_fixed_by_sites(sc.sites, fixed, sc.links)
+    return validate(sc)
 
 
 def _with_file_links(sc: Scenario, changes: dict, table) -> Scenario:

@@ -19,6 +19,7 @@ import numpy as np
 
 from . import links as _links
 from . import phases as _phases
+from . import sites as _sites
 from . import stragglers as _stragglers
 from . import variants as _v
 from .scenario import Scenario
@@ -27,15 +28,17 @@ STAGES = _phases.STAGES
 # The terms of one sync, in the order of docs/model.md section 5 (:func:`comm_parts_s`).
 SYNC_COMPONENTS = ("module_port", "module_optics", "module_compute", "module_fpga", "qsfp", "port",
                    "wan", "wan_latency", "fixed")
-# The terms of a step and the hot-spot names of section 7: the mean GPU compute, the sync's terms,
-# and the wait for the slowest worker (section 16; last, so a sync's terms keep their places).
-COMPONENTS = ("gpu_compute", *SYNC_COMPONENTS, "straggle")
+# The terms of a step and the hot-spot names of section 7: the mean (useful) GPU compute, the
+# sync's terms, the wait for the slowest worker and the wait for the slowest site (section 16;
+# last, so a sync's terms keep their places).
+COMPONENTS = ("gpu_compute", *SYNC_COMPONENTS, "straggle", "site_wait")
 COMPONENT_LABELS = {
     "gpu_compute": "GPU compute", "module_port": "module port", "module_optics": "module optics",
     "module_compute": "module compute", "module_fpga": "module fpga",
     "qsfp": "band through the module port", "port": "worker port", "wan": "WAN",
     "wan_latency": "WAN latency", "fixed": "fixed time d (calibrated)",
     "straggle": "waiting for the slowest worker",
+    "site_wait": "waiting for the slowest site",
 }
 _WAN = COMPONENTS.index("wan")
 
@@ -85,26 +88,60 @@ def budget_break_even_FLOPs(sc: Scenario):
 
 
 def _link_rel(sc: Scenario, pairs) -> tuple[np.ndarray, np.ndarray]:
-    """Relative bandwidths and latencies of the links ``pairs`` (static NumPy constants)."""
+    """Relative bandwidths and latencies of the links ``pairs`` (static NumPy constants; ones
+    for equal links)."""
+    if sc.links is None:
+        return np.ones(len(pairs)), np.ones(len(pairs))
     i, j = np.array(pairs).T
     return sc.links.bandwidth_rel[i, j], sc.links.latency_rel[i, j]
+
+
+def _dcs(sc: Scenario) -> int:
+    """K where it is static: the links table's or the sites' (the per-link paths need one)."""
+    return sc.links.K if sc.links is not None else sc.sites.K
+
+
+def _per_link(sc: Scenario) -> bool:
+    """Whether the WAN is taken link by link: per-link values, or sites that differ (whose
+    all-gather links carry different bytes). A static fact."""
+    return sc.links is not None or _sites.differ(sc)
+
+
+def link_bytes_B(sc: Scenario, t: _v.Traffic, pairs):
+    """Bytes of one sync on each link of ``pairs``, shape (..., variant, link): ``t.wan_B`` on
+    every link, but an all-gather's on sites that differ: ring i -> i+1 (N - n_(i+1)) p, mesh
+    i -> j n_i p (:func:`bandjax.sites.allgather_counts`, docs/model.md section 16)."""
+    if not _sites.differ(sc) or not any(v.collective == "allgather" for v in sc.variants):
+        return t.wan_B[..., None]
+    counts = _sites.allgather_counts(sc.sites, pairs)
+    pay = payloads_B(sc)
+    per = [jnp.asarray(variant_payload_B(sc, v, pay))[..., None] * counts
+           if v.collective == "allgather" else t.wan_B[..., k, None]
+           for k, v in enumerate(sc.variants)]
+    return jnp.stack(jnp.broadcast_arrays(*per), axis=-2)
 
 
 def _mesh_times_s(sc: Scenario, t: _v.Traffic):
     """Each mesh link's bytes / B_ij and hops x l_ij, shape (..., variant, link), links in
     :func:`bandjax.links.mesh_pairs` order."""
-    rb, rl = _link_rel(sc, _links.mesh_pairs(sc.links.K))
-    wan = t.wan_B[..., None] / (col(sc.wan_Bps)[..., None] * rb)
+    pairs = _links.mesh_pairs(_dcs(sc))
+    rb, rl = _link_rel(sc, pairs)
+    wan = link_bytes_B(sc, t, pairs) / (col(sc.wan_Bps)[..., None] * rb)
     lat = t.hops[..., None] * col(sc.wan_latency_s)[..., None] * rl
     return wan, lat
 
 
 def _ring_times_s(sc: Scenario, t: _v.Traffic):
-    """A ring's bytes per link / its slowest link's B and (hops / K) x the sum of its links'
-    latencies, each broadcastable to (..., variant)."""
-    K = sc.links.K
-    rb, rl = _link_rel(sc, _links.ring_pairs(K))
-    ring_wan = t.wan_B / (col(sc.wan_Bps) * np.min(rb))
+    """A ring's WAN term, (bytes part, latency part), each broadcastable to (..., variant): the
+    largest over its links of bytes / B_ij (the bytes per link / the slowest link's B where every
+    link carries the same) and (hops / K) x the sum of its links' latencies."""
+    K = _dcs(sc)
+    pairs = _links.ring_pairs(K)
+    rb, rl = _link_rel(sc, pairs)
+    if _sites.differ(sc):
+        ring_wan = jnp.max(link_bytes_B(sc, t, pairs) / (col(sc.wan_Bps)[..., None] * rb), axis=-1)
+    else:
+        ring_wan = t.wan_B / (col(sc.wan_Bps) * np.min(rb))
     ring_lat = t.hops * col(sc.wan_latency_s) * (np.sum(rl) / K)  # exactly hops x l for equal links
     return ring_wan, ring_lat
 
@@ -120,7 +157,7 @@ def wan_link_terms_s(sc: Scenario, t: _v.Traffic) -> tuple:
     is what :func:`wan_terms_s` selects (used where a question needs every link, as
     :mod:`bandjax.need` does).
     """
-    if sc.links is None:
+    if not _per_link(sc):
         wan, lat = wan_terms_s(sc, t)
         return wan[..., None], lat[..., None]
     ring_wan, ring_lat = _ring_times_s(sc, t)
@@ -154,7 +191,7 @@ def wan_terms_s(sc: Scenario, t: _v.Traffic, fragments=1) -> tuple:
     so a sweep over the topology is one compiled call.
     """
     B, l = col(sc.wan_Bps), col(sc.wan_latency_s)
-    if sc.links is None:
+    if not _per_link(sc):
         return t.wan_B / B, t.hops * l
     ring_wan, ring_lat = _ring_times_s(sc, t)
     wan, lat = jnp.broadcast_arrays(*_mesh_times_s(sc, t))
@@ -175,12 +212,17 @@ def pacing_link_index(sc: Scenario):
     use (dc0 -> dc1).
     """
     t = traffic_B(sc)
-    if sc.links is None:
+    if not _per_link(sc):
         return jnp.zeros(jnp.broadcast_shapes(jnp.shape(t.wan_B), jnp.shape(col(sc.topology))), int)
-    K = sc.links.K
+    K = _dcs(sc)
     pairs = _links.mesh_pairs(K)
-    rb, _ = _link_rel(sc, _links.ring_pairs(K))
-    ring = pairs.index(_links.ring_pairs(K)[int(np.argmin(rb))])
+    ring_pairs = _links.ring_pairs(K)
+    rb, _ = _link_rel(sc, ring_pairs)
+    if _sites.differ(sc):  # the ring link whose own bytes / B_ij is largest
+        at = np.array([pairs.index(p) for p in ring_pairs])
+        ring = jnp.asarray(at)[jnp.argmax(link_bytes_B(sc, t, ring_pairs) / rb, axis=-1)]
+    else:
+        ring = pairs.index(ring_pairs[int(np.argmin(rb))])
     wan, lat = jnp.broadcast_arrays(*_mesh_times_s(sc, t))
     mesh = jnp.argmax(_fragment_time_s(wan, lat, sync_method(sc).fragments), axis=-1)
     return jnp.where(col(sc.topology) == 1, mesh, ring)
@@ -282,12 +324,14 @@ def exposed_s(c, comm, overlap, delay=0.0):
     return jnp.maximum(0.0, comm - window_s(c, overlap, delay))
 
 
-def rounds_step_s(c, comm_frag, overlap, m: Method):
+def rounds_step_s(c, comm_frag, overlap, m: Method, window_c=None):
     """Step time with syncs in rounds (docs/model.md section 14), s:
 
-        step = c + F max(0, comm_frag - (f + tau) c) / H
-    """
-    exposed = exposed_s(c, comm_frag, overlap, m.delay)
+        step = c + F max(0, comm_frag - (f + tau) c_w) / H
+
+    ``window_c`` c_w: the compute the window is counted in (None: c; on sites that differ,
+    :func:`window_compute_s`)."""
+    exposed = exposed_s(c if window_c is None else window_c, comm_frag, overlap, m.delay)
     exposed = exposed if _ones(m.fragments) else m.fragments * exposed
     # (an H known to be 1 divides nothing: x / 1 = x, and the pass that uses it stays cheap)
     return c + (exposed if _ones(m.H) else exposed / m.H)
@@ -315,6 +359,8 @@ def inner_compute_s(sc: Scenario, method: Method | None = None):
     "none" M is exactly 1 and c M is c bit for bit. A concrete "none" (outside jit) returns c
     itself, without the quadrature."""
     c = col(sc.gpu_compute_s)
+    if _sites.differ(sc):
+        return _sites_compute_s(sc, sync_method(sc) if method is None else method)
     if _zeros(sc.straggler):
         return c
     m = sync_method(sc) if method is None else method
@@ -323,10 +369,65 @@ def inner_compute_s(sc: Scenario, method: Method | None = None):
     return c * M
 
 
+def _scaled(sc: Scenario) -> np.ndarray:
+    """Whether each variant runs its sites "scaled" (static, (variant,))."""
+    return np.array([v.sites == "scaled" for v in sc.variants])
+
+
+def site_rates(sc: Scenario) -> tuple[np.ndarray, np.ndarray]:
+    """(useful, tokens): per variant, static, (variant,), on sites that differ (docs/model.md
+    section 16), with H_i = H under "wait" and H c_max / c_i under "scaled":
+
+        useful = (sum_i n_i H_i c_i) / (N H c)   the useful compute of an inner step over c
+        tokens = (sum_i n_i H_i) / (N H)         the tokens of an inner step over N T
+
+    Equal sites (or none): ones."""
+    if not _sites.differ(sc):
+        ones = np.ones(len(sc.variants))
+        return ones, ones
+    s = sc.sites
+    rule = lambda v: v.sites  # noqa: E731
+    return (np.array([s.useful_rel(rule(v)) for v in sc.variants]),
+            np.array([s.tokens_share(rule(v)) for v in sc.variants]))
+
+
+def _sites_compute_s(sc: Scenario, m: Method):
+    """The compute part of an inner step on sites that differ, broadcastable to (..., variant):
+    c_max = max_i c_i where nothing straggles (either rule: "scaled" DCs all compute for H c_max
+    a round); else :func:`bandjax.stragglers.compute_part_s` over each DC's c_i, n_i and H_i."""
+    s = sc.sites
+    rel = np.asarray(s.compute_rel)
+    top = float(np.max(rel))
+    c = col(sc.gpu_compute_s)
+    c_max = c if top == 1.0 else c * top
+    if _zeros(sc.straggler):
+        return c_max
+    c_i = c[..., None] * rel  # (..., 1, K)
+    H = jnp.asarray(m.H, dtype=float)
+    steps_rel = np.where(_scaled(sc)[:, None], top / rel, 1.0)  # (variant, K): H_i / H
+    part = _stragglers.compute_part_s(c_i, _sites.workers_of(sc), col(sc.straggler),
+                                      col(sc.straggler_s), H, H[..., None] * steps_rel)
+    return part
+
+
+def window_compute_s(sc: Scenario, cs):
+    """The compute a sync's window (f + tau) is counted in, (..., variant): the compute part of
+    an inner step ``cs``, but under sites "scaled" (sites that differ) cs x c_min / c_max: the
+    fastest DC's gradients are ready last and its result is due first (the event engine's rule),
+    so its inner step is the window (c_min where nothing straggles)."""
+    scaled = _scaled(sc)
+    if not _sites.differ(sc) or not scaled.any():
+        return cs
+    rel = np.asarray(sc.sites.compute_rel)
+    return cs * np.where(scaled, float(np.min(rel) / np.max(rel)), 1.0)
+
+
 def step_parts_s(sc: Scenario, *, method: Method | None = None, frag=None) -> tuple:
-    """(c, *communication terms, wait for the slowest worker): the terms of
-    :func:`step_terms_s`, the communication ones scaled by their exposed share, so they sum to the
-    step (:func:`comm_parts_s` for one sync's). The wait is c' - c (:func:`inner_compute_s`).
+    """(useful compute, *communication terms, wait for the slowest worker, wait for the slowest
+    site): the terms of :func:`step_terms_s`, the communication ones scaled by their exposed
+    share, so they sum to the step (:func:`comm_parts_s` for one sync's). The worker's wait is
+    c' - c_max (:func:`inner_compute_s`); the site's c_max - (sum_i n_i H_i c_i) / (N H) (0 with
+    equal sites, and under "scaled", where every DC computes the whole round).
 
     ``method`` (:func:`sync_method`'s) and ``frag`` (:func:`fragment_parts_s`'s): of ``sc``, where
     the caller already has them (as :func:`bandjax.metrics.evaluate` does); each None is computed
@@ -337,11 +438,17 @@ def step_parts_s(sc: Scenario, *, method: Method | None = None, frag=None) -> tu
     cs = inner_compute_s(sc, m)
     frag = fragment_parts_s(sc, method=m) if frag is None else frag
     total = sum_parts(frag)
-    exposed = exposed_s(cs, total, col(sc.overlap_fraction), m.delay)
+    exposed = exposed_s(window_compute_s(sc, cs), total, col(sc.overlap_fraction), m.delay)
     # Hot spots split the exposed communication over its terms in proportion.
     share = jnp.where(total > 0, exposed / jnp.where(total > 0, total, 1.0), 0.0)
     scale = share / m.H if _ones(m.fragments) else share * m.fragments / m.H
-    return (c, *(p * scale for p in frag), cs - c)
+    comm = tuple(p * scale for p in frag)
+    if not _sites.differ(sc):
+        return (c, *comm, cs - c, jnp.zeros_like(c))
+    top = float(np.max(sc.sites.compute_rel))
+    c_max = c if top == 1.0 else c * top
+    useful = c * site_rates(sc)[0]
+    return (useful, *comm, cs - c_max, c_max - useful)
 
 
 def step_terms_s(sc: Scenario):
@@ -354,8 +461,9 @@ def step_terms_s(sc: Scenario):
     WAN(p) = bytes per directed link / B + hops x latency (:mod:`bandjax.variants`), N = K n. Only
     the module's binding stage holds time. With syncs in rounds (H, tau, F of each variant, docs/
     model.md section 14) the communication terms are scaled so that they sum to
-    F max(0, comm_frag - (f + tau) c') / H. The last component is the wait for the slowest worker,
-    c' - c (section 16; 0 where nothing straggles).
+    F max(0, comm_frag - (f + tau) c') / H. The last two components are the wait for the
+    slowest worker, c' - c_max, and for the slowest site, c_max - the useful compute (section 16;
+    each 0 where nothing straggles and every site is the same).
     """
     return jnp.stack(jnp.broadcast_arrays(*step_parts_s(sc)), axis=-1)
 
@@ -420,10 +528,21 @@ def step_s(sc: Scenario, *, method: Method | None = None, frag=None):
     ``method`` and ``frag``: as in :func:`step_parts_s` (None: computed here)."""
     m = sync_method(sc) if method is None else method
     frag = fragment_parts_s(sc, method=m) if frag is None else frag
-    return rounds_step_s(inner_compute_s(sc, m), sum_parts(frag), col(sc.overlap_fraction), m)
+    cs = inner_compute_s(sc, m)
+    return rounds_step_s(cs, sum_parts(frag), col(sc.overlap_fraction), m,
+                         window_compute_s(sc, cs))
+
+
+def useful_compute_s(sc: Scenario):
+    """The useful GPU compute of an inner step, (..., variant) or (..., 1), s: c, or on sites
+    that differ (sum_i n_i H_i c_i) / (N H) (docs/model.md section 16)."""
+    c = col(sc.gpu_compute_s)
+    return c * site_rates(sc)[0] if _sites.differ(sc) else c
 
 
 def compute_utilisation(sc: Scenario):
-    """Compute utilisation of every variant, c / step, shape (..., variant), unit 1: only the mean
-    compute c is useful, the wait for the slowest worker is not (docs/model.md section 16)."""
-    return col(sc.gpu_compute_s) / step_s(sc)
+    """Compute utilisation of every variant, shape (..., variant), unit 1: the useful compute
+    over the step, c / step (compute-weighted on sites that differ, (sum_i n_i H_i c_i) / (N H
+    step)): the waits for the slowest worker and the slowest site are not useful (docs/model.md
+    section 16)."""
+    return useful_compute_s(sc) / step_s(sc)

@@ -55,6 +55,7 @@ printed 6 decimals; the general per-DC functions agree with the equal-sites clos
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 from . import _jax  # noqa: F401  (64-bit floats)
 import jax.numpy as jnp
@@ -229,7 +230,7 @@ def expected_max_normals(mean, sd):
     the product moves from EPS to 1 - EPS."""
     mean, sd = jnp.broadcast_arrays(jnp.asarray(mean, dtype=float), jnp.asarray(sd, dtype=float))
     K = mean.shape[-1]
-    q = -float(ndtri(EPS / K))
+    q = -NormalDist().inv_cdf(EPS / K)  # a constant (K is static): not traced under jit
     lo = jnp.max(mean - sd * q, axis=-1)
     hi = jnp.max(mean + sd * q, axis=-1)
     zero = sd == 0

@@ -134,6 +134,15 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
                             f"has per-link values for {sc.links.K} DCs ({', '.join(sc.links.names)}), "
                             "so K comes from its links table and cannot be swept; sweep scenarios "
                             "with different tables (Scenario.with_links) instead")
+    sites = getattr(sc, "sites", None)
+    for arg in ("dcs", "workers_per_dc"):
+        value = given.get(arg) if given.get(arg) is not None else fields.get(arg)
+        if sites is not None and value is not None:
+            raise ScenarioError(f"{arg} = {value!r}: this scenario has per-site values for "
+                                f"{sites.K} DCs ({', '.join(sites.names)}), so "
+                                f"{'K' if arg == 'dcs' else 'each DC its workers'} comes from its "
+                                "sites table and cannot be swept; sweep scenarios with different "
+                                "sites (Scenario.with_sites) instead")
     axes: list[Axis] = []
     scalars: dict = {}
     scalar_attrs: dict = {}

@@ -33,6 +33,9 @@ LINKS = ("port", "qsfp", "wan")
 PAYLOADS = ("dense", "topk", "band_gpu", "band_transit")
 COLLECTIVES = ("ring_allreduce", "allgather", "in_network")
 TOPOLOGIES = ("ring", "mesh")  # the numeric leaf Scenario.topology is the index in this tuple
+# How a round runs on sites that differ (docs/model.md section 16): "wait", every DC runs H inner
+# steps and the sync waits for the slowest; "scaled", DC i runs H c_max / c_i.
+SITE_RULES = ("wait", "scaled")
 STEPS_SOURCES = ("flat", "enob", "rule")
 NEVER = "never"
 ID_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}")
@@ -99,6 +102,10 @@ class Variant:
       delay: tau, whole inner steps a sync may run before its result is applied (0: blocking;
         at most H - 1, checked where H is known).
       fragments: F, whole, the model synced in F fragments spread over the round (1 to H).
+      sites: on sites that differ (docs/model.md section 16), one of :data:`SITE_RULES`:
+        ``"wait"`` (every DC runs H inner steps; the sync waits for the slowest) or ``"scaled"``
+        (DC i runs H c_max / c_i, so every DC computes for the whole round). Equal sites: no
+        difference.
     """
 
     id: str
@@ -116,6 +123,7 @@ class Variant:
     sync_every: float | None = None
     delay: int = 0
     fragments: int = 1
+    sites: str = "wait"
 
     def __post_init__(self):
         def bad(what, value, allowed):
@@ -147,6 +155,10 @@ class Variant:
             bad("collective", self.collective, COLLECTIVES)
         if self.link not in ("port", "qsfp"):
             bad("link", self.link, ("port", "qsfp"))
+        if not isinstance(self.sites, str) or self.sites not in SITE_RULES:
+            raise ValueError(f"variant {self.id!r}: sites = {self.sites!r} is not known; allowed: "
+                             f"{', '.join(SITE_RULES)} ('wait': every DC runs H inner steps and the "
+                             "sync waits for the slowest; 'scaled': DC i runs H c_max / c_i)")
         if self.steps not in STEPS_SOURCES:
             bad("steps", self.steps, STEPS_SOURCES)
         if (self.steps == "rule") != (self.rule is not None):

@@ -102,6 +102,8 @@ class Plan:
     overlap: float = 0.0  # f: share of the GPU compute that hides the sync
     link_Bps: tuple[float, ...] = ()  # each link's capacity (empty: all wan_Bps)
     link_latency_s: tuple[float, ...] = ()  # each link's last message to done (empty: latency_s)
+    link_B: tuple[float, ...] = ()  # each link's sync bytes (empty: all wan_B; an all-gather on
+    # sites of different sizes puts n_i p on mesh link i -> j and (N - n_(i+1)) p on ring link i)
     fragments: int = 1  # F: fragment syncs a round (sync_phases and wan_B are one fragment's)
     delay: int = 0  # tau: steps after its sync point a fragment sync is due
     dc_compute_s: tuple[float, ...] = ()  # each DC's compute per inner step (empty: all compute_s)
@@ -126,7 +128,7 @@ class Plan:
         if not (isinstance(self.overlap, (int, float)) and 0 <= self.overlap <= 1):
             raise ValueError(f"overlap = {self.overlap!r}: must be a share of the GPU compute in "
                              "[0, 1]")
-        for name, positive in (("link_Bps", True), ("link_latency_s", False)):
+        for name, positive in (("link_Bps", True), ("link_latency_s", False), ("link_B", False)):
             values = getattr(self, name)
             if values and len(values) != self.links:
                 raise ValueError(f"{name}: {len(values)} values for {self.links} links; give one "
@@ -178,6 +180,10 @@ class Plan:
         return sum(n * h * c for n, h, c in zip(self.dc_workers, self.dc_steps(),
                                                 self.dc_compute_s)) / (N * self.sync_every)
 
+    def bytes_B(self) -> tuple[float, ...]:
+        """Each link's sync bytes, B."""
+        return tuple(self.link_B) or (self.wan_B,) * self.links
+
     def rates_Bps(self) -> tuple[float, ...]:
         """Each link's capacity, B/s."""
         return tuple(self.link_Bps) or (self.wan_Bps,) * self.links
@@ -188,7 +194,8 @@ class Plan:
 
     def wan_s(self) -> float:
         """The sync's WAN part on an idle WAN: the last link done, max of bytes / B_i + latency_i."""
-        return max(self.wan_B / r + l for r, l in zip(self.rates_Bps(), self.latencies_s()))
+        return max(b / r + l for b, r, l in zip(self.bytes_B(), self.rates_Bps(),
+                                                 self.latencies_s()))
 
 
 @dataclass
@@ -377,9 +384,10 @@ def _sync(env: simpy.Environment, plan: Plan, links: tuple, delay_s: float, st: 
         longest = max(p.duration_s for p in phase)
         if longest > 0:
             yield env.timeout(longest)
-    sends = [env.process(_send(env, link, plan.wan_B, plan.message_B, latency_s,
+    sends = [env.process(_send(env, link, size, plan.message_B, latency_s,
                                st["delivered"][i] if st is not None else None))
-             for i, (link, latency_s) in enumerate(zip(links, plan.latencies_s()))]
+             for i, (link, size, latency_s) in enumerate(zip(links, plan.bytes_B(),
+                                                             plan.latencies_s()))]
     yield env.all_of(sends)
 
 
@@ -435,7 +443,7 @@ def estimate_events(plan: Plan, load: float, steps: int, max_sim_s: float = MAX_
     "milestones"}.
     """
     syncs = steps // plan.sync_every * plan.fragments
-    messages = plan.links * math.ceil(plan.wan_B / plan.message_B) * syncs if plan.wan_B > 0 else 0.0
+    messages = sum(math.ceil(b / plan.message_B) for b in plan.bytes_B()) * syncs
     phases_s = sum(max([p.duration_s for p in phase], default=0.0) for phase in plan.sync_phases)
     draws = milestones = 0.0
     factor = 1.0
@@ -827,7 +835,7 @@ def _trace(st: dict, plan: Plan, start: float, points: int) -> dict:
         queues.append(q.tolist())
     left = np.zeros(points)
     for t_sync in st["syncs"]:
-        left += np.where(t >= t_sync, plan.links * plan.wan_B, 0.0)
+        left += np.where(t >= t_sync, sum(plan.bytes_B()), 0.0)
     for delivered in st["delivered"]:
         for t_done, size in delivered:
             left -= np.where(t >= t_done, size, 0.0)

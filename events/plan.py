@@ -12,6 +12,7 @@ import math
 
 from bandjax import links as _links
 from bandjax import phases as _phases
+from bandjax import sites as _sites
 from bandjax.scenario import Scenario
 
 from . import stragglers as _st
@@ -25,6 +26,8 @@ class _Floats:
         self._sc = sc
 
     def __getattr__(self, name):
+        if name in ("sites", "links"):  # static tables, read as they are
+            return getattr(self._sc, name, None)
         return float(getattr(self._sc, name))
 
 
@@ -52,9 +55,10 @@ def sites(sc: Scenario, variant: str | None = None, *, compute_s=None, workers=N
 
     From the scenario: ``straggler`` (0 none, 1 exponential, 2 lognormal, or the name) and
     ``straggler_s`` where it has them (default none, 0); each DC's compute and workers from
-    ``sc.sites`` where it has one (an object or mapping with ``compute_s`` and ``workers``, one
-    value a DC, and optionally ``rule``), else every DC the scenario's c and n (``dcs`` DCs);
-    the rule from the variant's ``sites`` or ``sc.sites``, else "wait". Returns (compute_s,
+    ``sc.sites`` where it has one (a :class:`bandjax.sites.Sites`: c_i = c x compute_rel, n_i; or
+    a mapping with ``compute_s``, ``workers`` and optionally ``rule``), else every DC the
+    scenario's c and n (``dcs`` DCs); the rule from a mapping's ``rule``, else the variant's
+    ``sites`` ("wait" by default). Returns (compute_s,
     workers, straggler, straggler_s, rule), checked (:func:`events.stragglers.check`): a tuple
     of the wrong length, a DC without workers or compute, a family, parameter or rule not
     allowed is a ``ValueError`` naming it.
@@ -64,6 +68,12 @@ def sites(sc: Scenario, variant: str | None = None, *, compute_s=None, workers=N
 
     def read(name):
         if table is None:
+            return None
+        if isinstance(table, _sites.Sites):
+            if name == "compute_s":
+                return table.compute_s(float(sc.gpu_compute_s))
+            if name == "workers":
+                return tuple(int(n) for n in table.workers)
             return None
         return table.get(name) if isinstance(table, dict) else getattr(table, name, None)
 
@@ -88,7 +98,7 @@ def sites(sc: Scenario, variant: str | None = None, *, compute_s=None, workers=N
         straggler_s = float(getattr(sc, "straggler_s", 0.0))
     if rule is None:
         own = getattr(sc.variant(variant), "sites", None) if variant is not None else None
-        rule = own or read("rule") or "wait"
+        rule = read("rule") or own or "wait"
     return _st.check(compute_s, workers, straggler, straggler_s, rule)
 
 
@@ -131,6 +141,7 @@ def build(sc: Scenario, variant: str, *, compute_s=None, workers=None, straggler
     if not (wan_Bps > 0 and math.isfinite(wan_Bps)):
         raise ValueError(f"wan_Bps = {sc.wan_Bps!r}: the WAN bandwidth must be a finite number > 0 B/s")
     rates, latencies = _per_link(sc, float(t.hops))
+    link_B = _link_bytes(sc, v, pay, F)
     c, n, name, param, rule = sites(sc, variant, compute_s=compute_s, workers=workers,
                                     straggler=straggler, straggler_s=straggler_s, rule=sites_rule)
     per_dc = len(set(c)) > 1 or _st.straggles(name, param)
@@ -141,8 +152,18 @@ def build(sc: Scenario, variant: str, *, compute_s=None, workers=None, straggler
                 wan_B=float(t.wan_B) / F, wan_Bps=min(rates, default=wan_Bps), message_B=f.wan_message_B,
                 background_B=f.background_B, sync_every=sync_every(sc, variant), links=int(t.links),
                 latency_s=max(latencies, default=float(t.hops) * f.wan_latency_s),
-                overlap=f.overlap_fraction, link_Bps=rates, link_latency_s=latencies,
+                overlap=f.overlap_fraction, link_Bps=rates, link_latency_s=latencies, link_B=link_B,
                 fragments=F, delay=int(v.delay), **per_dc_fields)
+
+
+def _link_bytes(sc: Scenario, v, pay: dict, F: int) -> tuple[float, ...]:
+    """Each link in use's bytes of one fragment sync where they differ (an all-gather on sites
+    of different sizes: :func:`bandjax.sites.allgather_counts` x the payload), else ()."""
+    if not (_sites.differ(sc) and v.collective == "allgather"):
+        return ()
+    payload = float(_phases.variant_payload_B(_Floats(sc), v, pay))
+    pairs = _links.pairs_in_use(sc.sites.K, sc.topology)
+    return tuple(float(n) * payload / F for n in _sites.allgather_counts(sc.sites, pairs))
 
 
 def _per_link(sc: Scenario, hops: float) -> tuple[tuple[float, ...], tuple[float, ...]]:

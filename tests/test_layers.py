@@ -18,6 +18,7 @@ LAYERS = (
                      "bandjax.parameters")),
     ("variant registry", ("bandjax.variants",)),
     ("links as data", ("bandjax.links",)),
+    ("sites as data", ("bandjax.sites",)),
     ("uncertain inputs as data", ("bandjax.distributions",)),
     ("scenario", ("bandjax.scenario", "bandjax.names", "bandjax.labels")),
     ("closed forms", ("bandjax._jax", "bandjax.phases", "bandjax.stragglers", "bandjax.step",

@@ -289,8 +289,9 @@ def markdown(results: Results | dict) -> str:
                     for v in be["status"][BASES[0]] for b in BASES])]
 
     comps = list(next(iter(next(iter(r.hot_spots.values())).values())))
-    # the wait for the slowest worker has a column only where some variant waits (section 16)
-    comps = [c for c in comps if c != "straggle"
+    # the waits for the slowest worker and site have a column only where some variant waits
+    # (section 16)
+    comps = [c for c in comps if c not in ("straggle", "site_wait")
              or any(h.get(c) for by_budget in r.hot_spots.values() for h in by_budget.values())]
     out += ["", "## Hot spots", "",
             "Share of the step held by each term; only the module's binding stage holds module time.",
