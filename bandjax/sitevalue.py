@@ -202,11 +202,11 @@ def site_idle(scenario: Scenario | None = None, variant=None) -> xr.Dataset:
         waiting_for_worker  the hot spot straggle   (c' - c_max: every site waits for the last worker)
 
     with the variant-level hot spots beside them (``hot_spot_site_wait``, 0 where the closed forms
-    have no such component; ``hot_spot_straggle``) and ``step_s``."""
+    have no such component; ``hot_spot_straggle``), ``step_s`` and ``compute_utilisation``."""
     sc = reference() if scenario is None else scenario
     table = sites_of(sc)
     ids = list(sc.ids) if variant is None else ([variant] if isinstance(variant, str) else list(variant))
-    ds = sweep(sc, variant=ids, quantities=("step_s", "hot_spot"))
+    ds = sweep(sc, variant=ids, quantities=("step_s", "hot_spot", "compute_utilisation"))
     step = np.asarray(ds["step_s"])
     hot = ds["hot_spot"]
     straggle = np.asarray(hot.sel(component=STRAGGLE))
@@ -224,6 +224,8 @@ def site_idle(scenario: Scenario | None = None, variant=None) -> xr.Dataset:
         "hot_spot_straggle": ("variant", straggle, {
             **one, "long_name": "hot spot: waiting for the slowest worker"}),
         "step_s": ("variant", step, {"units": "s", "long_name": "step time"}),
+        "compute_utilisation": ("variant", np.asarray(ds["compute_utilisation"]), {
+            **one, "long_name": "compute utilisation"}),
     }, coords={"site": ("site", list(table.names)), "variant": ("variant", ids),
                "workers": ("site", table.workers, {"units": "1"}),
                "compute_s": ("site", table.compute_s, {"units": "s"})})
