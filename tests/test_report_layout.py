@@ -115,7 +115,7 @@ def test_every_section_module_keeps_the_interface():
     assert len(set(keys)) == len(keys)
     assert [m.KEY for m in sections.page_order()] == [
         "bandwidth", "stages", "breakeven", "shared_wan", "model", "sync_h", "energy", "cluster",
-        "uncertainty", "need"]
+        "uncertainty", "need", "failures", "sites"]
 
 
 def test_a_test_section_leaves_no_trace(fixture_section, reference_report):

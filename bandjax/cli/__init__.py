@@ -1,7 +1,7 @@
 """The ``bandjax`` command.
 
 One module per command (``report.py``: report, explore and scenario; ``breakeven.py``, ``need.py``,
-``winner.py``, ``goodput.py``, ``wan.py``, ``store.py``, ``calibrate.py``), each adding its subcommands with
+``winner.py``, ``goodput.py``, ``sites.py``, ``wan.py``, ``store.py``, ``calibrate.py``), each adding its subcommands with
 ``register_cli(subparsers)`` and importing jax only inside its command functions, so ``bandjax
 --help`` and ``bandjax COMMAND --help`` load no jax. They share their arguments through
 :mod:`bandjax.cli.args`; none imports this one, and nothing outside this package imports it. A
@@ -20,10 +20,10 @@ import os
 import sys
 
 from ..units import ScenarioError
-from . import breakeven, calibrate, goodput, need, report, store, wan, winner
+from . import breakeven, calibrate, goodput, need, report, sites, store, wan, winner
 
 # each register_cli(subparsers) adds one or more subcommands, in this order in --help
-COMMANDS = (report, breakeven, need, goodput, winner, wan, store, calibrate)
+COMMANDS = (report, breakeven, need, goodput, sites, winner, wan, store, calibrate)
 
 EXIT_ERROR = 2  # as argparse's own usage errors
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it

@@ -44,8 +44,8 @@ def _sections_args(p) -> None:
     """``--sections``, ``--skip`` and ``--engine-budget-s`` (report and explore)."""
     p.add_argument("--sections", nargs="+", metavar="KEY",
                    help="compute only these report sections (keys: core breakeven cluster "
-                        "shared_wan uncertainty need headline figures); the others are said to be "
-                        "left out in their place")
+                        "shared_wan uncertainty need failures sites headline figures); the others "
+                        "are said to be left out in their place")
     p.add_argument("--skip", nargs="+", metavar="KEY", default=[],
                    help="leave these report sections out (said in their place)")
     p.add_argument("--engine-budget-s", type=float, default=None, metavar="SECONDS",

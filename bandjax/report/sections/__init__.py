@@ -65,7 +65,7 @@ from __future__ import annotations
 from . import common  # isort: skip
 from . import core  # isort: skip
 from . import bandwidth, stages, breakeven, cluster, shared_wan  # isort: skip
-from . import model, sync_h, energy, uncertainty, need, failures, headline  # isort: skip
+from . import model, sync_h, energy, uncertainty, need, failures, sites, headline  # isort: skip
 from .breakeven import BreakEvens
 from .cluster import Cluster
 from .failures import Failures
@@ -74,6 +74,7 @@ from .core import Core
 from .headline import Headline
 from .need import Need
 from .shared_wan import SharedWan
+from .sites import SitesStragglers
 from .uncertainty import Uncertainty
 
 SECTIONS = (
@@ -89,6 +90,7 @@ SECTIONS = (
     uncertainty,
     need,
     failures,  # only where the scenario's workers fail (its applies)
+    sites,  # only where sites differ or workers straggle (its applies)
     headline,  # after the sections it reads; first in results.md (LEAD)
 )
 
@@ -111,4 +113,4 @@ def __getattr__(name):
 
 
 __all__ = ["SECTIONS", "Results", "Section", "View", "BreakEvens", "Cluster", "Core", "Failures", "Headline",
-           "Need", "SharedWan", "Uncertainty", "page_order"]
+           "Need", "SharedWan", "SitesStragglers", "Uncertainty", "page_order"]

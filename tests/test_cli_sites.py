@@ -1,0 +1,67 @@
+"""``bandjax sites`` (docs/cli.md): its numbers are those of site_idle, site_value and
+tolerated_tail, to the 4 significant figures printed; bad input is one line and exit 2."""
+
+from __future__ import annotations
+
+import pytest
+
+import bandjax as bj
+from bandjax.cli import EXIT_ERROR, main
+from bandjax.sitevalue import site_idle
+
+
+def _rows(out: str, vid: str) -> list[list[str]]:
+    return [line.split() for line in out.splitlines() if line.split()[:1] == [vid]]
+
+
+def test_sites_prints_the_typed_numbers(capsys):
+    assert main(["sites", "--dcs", "3", "--workers", "8", "--straggler", "exponential",
+                 "--tail", "0.1", "--variant", "adamw", "diloco", "--target", "0.5", "0.9"]) == 0
+    out = capsys.readouterr().out
+    sc = bj.reference().replace(dcs=3.0, workers_per_dc=8.0, straggler="exponential",
+                                straggler_s=0.1).with_variants(bj.METHODS)
+    ids = ["adamw", "diloco"]
+    idle = site_idle(sc, ids)
+    value = bj.site_value(sc, ids)
+    tail = bj.tolerated_tail(sc, [0.5, 0.9], variant=ids)
+    for vid in ids:
+        idle_row, value_row, tail_row = _rows(out, vid)
+        # variant H step unit CU slowest-site slowest-worker
+        seconds = float(idle_row[2]) * {"s": 1.0, "ms": 1e-3, "us": 1e-6}[idle_row[3]]
+        assert seconds == pytest.approx(float(idle.step_s.sel(variant=vid)), rel=5e-4)
+        assert float(idle_row[4].rstrip("%")) / 100 == pytest.approx(
+            float(idle.compute_utilisation.sel(variant=vid)), rel=5e-4)
+        assert float(idle_row[6].rstrip("%")) / 100 == pytest.approx(
+            float(idle.hot_spot_straggle.sel(variant=vid)), rel=5e-4)
+        at = value.sel(variant=vid, site="dc0")
+        # with: tokens/s CU; without: tokens/s CU; adds: tokens/s
+        assert float(value_row[1]) == pytest.approx(float(at.throughput_tokens_per_s), rel=5e-4)
+        assert float(value_row[4]) == pytest.approx(float(at.throughput_without_tokens_per_s), rel=5e-4)
+        assert float(value_row[7]) == pytest.approx(float(at.throughput_added_tokens_per_s), rel=5e-4)
+        for u in (0.5, 0.9):
+            cell = tail.sel(utilisation=u, variant=vid)
+            if int(cell.status) == 0:
+                assert f"s = {float(cell.tolerated_tail):.4g}" in " ".join(tail_row)
+    assert "missed with no tail" in " ".join(_rows(out, "adamw")[2])  # AdamW misses 90% outright
+    assert "the slowest worker" in out and "tokens/s" in out and "section 16" in out
+
+
+def test_two_dcs_say_what_each_site_adds_needs(capsys):
+    assert main(["sites", "--variant", "dp_bf16"]) == 0
+    out = capsys.readouterr().out
+    assert "needs 3 DCs or more" in out and "every DC is the same site" in out
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--target", "0.9"], "--target 0.9: the tolerated tail needs a straggler family"),
+    (["--straggler", "exponential", "--target", "1.5"], "--target 1.5: must be a compute-utilisation target"),
+    (["--straggler", "exponential", "--tail", "2"], "an exponential tail share must be in [0, 1]"),
+    (["--tail", "-1"], "--tail -1: must be a tail >= 0"),
+    (["--dcs", "1"], "--dcs 1: must be a whole number >= 2"),
+    (["--straggler", "weibull"], "invalid choice: 'weibull'"),
+    (["--variant", "nope"], "--variant nope"),
+])
+def test_sites_bad_input(capsys, argv, fragment):
+    assert main(["sites", *argv]) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert fragment in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
