@@ -286,7 +286,7 @@ def test_enob_break_even_against_brute_force():
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda: be.break_even(REF, "E''", "adamw"), "variant = \"E''\" is not known"),
+    (lambda: be.break_even(REF, "E''", "adamw"), "a = \"E''\" is not known; allowed: adamw"),
     (lambda: be.break_even(REF, "adamw", "AdamW"), "two different variants"),
     (lambda: be.break_even(REF, "E'", "adamw", basis="optimistic"), "basis = 'optimistic'"),
     (lambda: be.break_even(REF, "E'", "adamw", lo=5e9, hi=1e9), "0 < lo < hi"),

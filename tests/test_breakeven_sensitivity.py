@@ -23,15 +23,20 @@ def resolved_elasticity(sc, a, b, name, *, over="bandwidth", basis="hypothesis",
     theta = (sc, *(float(n) for n in be.pair_steps(sc, a, b, basis)))
     ia, ib = variants.IDS.index(a), variants.IDS.index(b)
     p = float(be.get_parameter(theta, name))
-    out = []
-    for f in (1 + h, 1 - h):
+
+    def log_root(f):
         sc_f, na, nb = be.with_parameter(theta, name, p * f)
         if over == "bandwidth":
             c = be.bandwidth_crossings(sc_f, ia, ib, na, nb, 0.1e9, 1000e9)
         else:
             c = be.field_crossings(sc_f, ia, ib, na, nb, 1e9, 1e13, field="budget_FLOPs")
-        out.append(float(c.x[0]))
-    return (math.log(out[0]) - math.log(out[1])) / (math.log1p(h) - math.log1p(-h))
+        return math.log(float(c.x[0]))
+
+    if name == "sync_every_H" and p == 1.0:
+        # H = 1 is the bottom of H's range: a second-order one-sided difference, above it only
+        d = math.log1p(h)
+        return (-3 * log_root(1.0) + 4 * log_root(1 + h) - log_root((1 + h) ** 2)) / (2 * d)
+    return (log_root(1 + h) - log_root(1 - h)) / (math.log1p(h) - math.log1p(-h))
 
 
 PAIRS = [("band_switch", "adamw", "hypothesis"), ("band_switch", "adamw", "exact"),

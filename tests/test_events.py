@@ -32,7 +32,7 @@ def test_events_source_never_imports_jax_or_the_closed_forms():
                  "bandjax.queueing", "bandjax.breakeven")
     # data and labels only: the scenario, the traffic description, the sweep arguments, the bounds
     allowed_bandjax = {"bandjax.scenario", "bandjax.variants", "bandjax.phases", "bandjax.labels",
-                       "bandjax.links", "bandjax._io", "bandjax._cache",
+                       "bandjax.links", "bandjax.sites", "bandjax._io", "bandjax._cache",
                        "bandjax._limits", "bandjax.sweepargs", "bandjax.units"}
     files = sorted(EVENTS_DIR.glob("*.py"))
     assert len(files) >= 4
@@ -341,9 +341,17 @@ def test_submit_reads_runs_done_before_from_its_cache(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("H,shown", [(1.5, "1.5"), ([1, 2.5], "2.5")])
 def test_sweep_H_must_be_whole(H, shown):
-    with pytest.raises(ValueError, match=rf"H = {shown}: the event engine syncs every H steps, "
-                                         r"so H must be a whole number of steps >= 1"):
+    # a swept H is checked as every sweep checks it (a whole number of steps, as in a file)
+    with pytest.raises(ValueError, match=rf"H = {shown}: must be a whole number >= 1"):
         events.sweep(H=H, load=0.0, steps=1, scheduler="inline", progress=False)
+
+
+def test_scenario_H_must_be_whole_for_the_engine():
+    # Scenario.replace takes any H >= 1 (derivatives in H); the engine syncs on whole steps only
+    sc = bandjax.reference().replace(sync_every_H=1.5)
+    with pytest.raises(ValueError, match=r"sync_every_H = 1.5: the event engine syncs every H steps, "
+                                         r"so H must be a whole number >= 1"):
+        events.sweep(sc, load=0.0, steps=1, scheduler="inline", progress=False)
 
 
 def test_sweep_refuses_what_bandjax_sweep_refuses():

@@ -12,18 +12,19 @@ from bandjax.scenario import FIELDS
 from bandjax.step import step_s
 
 # At [low] the module's compute binds, so the budget has a non-zero derivative. Utilisation,
-# overlap and latency are moved inside their ranges (utilisation <= 1, the others >= 0) so that
-# central differences stay allowed; the GPU peak is doubled to keep c at the study's. Nothing fails
+# overlap, latency and H are moved inside their ranges (utilisation <= 1, the others >= 0, H >= 1)
+# so that central differences stay allowed; the GPU peak is doubled to keep c at the study's. Nothing fails
 # here: with failures the recovery rule switches at H = 1 (a job that stops, replicas above), so
 # the time has no derivative in H there, and at a rate of 0 Young's interval makes its slope in the
 # rate infinite; tests/test_failures.py checks the failure fields' gradients at a positive rate.
 REF = bandjax.reference()
 BASE = REF.replace(budget_FLOPs=10e9, utilisation=0.5, gpu_peak_FLOPs=2 * REF.gpu_peak_FLOPs,
-                   overlap_fraction=0.1, wan_latency_s=1e-4)
-# fields at 0 in BASE whose only side is above 0 (no central difference): the failure rate
-ONE_SIDED = ("failure_rate_per_hour",)
-# K and the topology are whole numbers (a ring or a mesh of whole DCs): no derivative.
-DISCRETE = ("dcs", "topology")
+                   overlap_fraction=0.1, wan_latency_s=1e-4, sync_every_H=2.0)
+# fields at 0 in BASE whose only side is above 0 (no central difference): the failure rate, and the
+# straggler tail (no tail family here; tests/test_stragglers.py checks its gradient inside a tail)
+ONE_SIDED = ("failure_rate_per_hour", "straggler_s")
+# K, the topology and the straggler family are choices of whole numbers: no derivative.
+DISCRETE = ("dcs", "topology", "straggler")
 STEPS = jnp.asarray(steps_to_target(BASE))
 # Fields the step or the time to target depends on (energy-only and report fields excluded).
 STEP_FIELDS = [f for f in FIELDS if f not in (
@@ -57,9 +58,10 @@ def test_gradient_with_respect_to_every_leaf_at_once():
         fd = float(up - down) / (2 * h)
         g = float(getattr(grads, field))
         assert g == pytest.approx(fd, rel=1e-5, abs=1e-9 * abs(float(total(BASE))) / abs(getattr(BASE, field))), field
-    # d: each variant's time to target moves by its steps (plus the step sum's 1) per second of d
+    # d is paid once a sync (every H steps): each variant's time to target moves by its steps (plus
+    # the step sum's 1) over H per second of d
     for i, v in enumerate(bandjax.variants.IDS):
-        assert float(grads.fixed_s[v]) == pytest.approx(float(STEPS[i]) + 1, rel=1e-12)
+        assert float(grads.fixed_s[v]) == pytest.approx((float(STEPS[i]) + 1) / BASE.sync_every_H, rel=1e-12)
 
 
 def test_gradient_with_respect_to_steps():
