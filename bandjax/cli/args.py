@@ -55,6 +55,26 @@ def variant_ids(option: str, names, sc) -> list[str]:
     return ids
 
 
+def methods_arg(parser: argparse.ArgumentParser) -> None:
+    """Add ``--methods``: the field's ways of syncing in rounds join the scenario's variants."""
+    parser.add_argument("--methods", action="store_true",
+                        help="add the field's ways of syncing in rounds (bandjax.METHODS: data "
+                             "parallel bf16, DiLoCo, Streaming DiLoCo, its FP4 overlapped form, "
+                             "int8 DiLoCo)")
+
+
+def with_methods(sc, names, methods: bool, option: str = "--variant"):
+    """(scenario, ids): the variants ``names`` (ids or labels; default the scenario's, and every
+    method of :data:`bandjax.METHODS` with ``methods``), and the scenario with the methods among
+    them added. A method may be named without ``methods``."""
+    from ..variants import METHODS
+
+    pack = [m for m in METHODS if m.id not in sc.ids]
+    full = sc.with_variants(pack)
+    ids = variant_ids(option, names, full) if names else list(full.ids if methods else sc.ids)
+    return sc.with_variants([m for m in pack if m.id in ids or methods]), ids
+
+
 def check_bandwidth_range(lo: float, hi: float) -> None:
     """``--bandwidth LO HI``: finite GB/s with 0 < LO <= HI (one wording for every command)."""
     if not (math.isfinite(lo) and math.isfinite(hi) and 0 < lo <= hi):

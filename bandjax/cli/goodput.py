@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import math
 
-from ..variants import METHODS
-from .args import check_once, load_scenario, scenario_arg, variant_ids
+from .args import check_once, load_scenario, scenario_arg, with_methods
 from .need import status_text
 
 DEFAULT_TARGETS = (0.9,)
@@ -76,13 +75,7 @@ def _goodput(args) -> int:
     from ..grid import sweep
     from ..need import cap_names, required_bandwidth, status_names
 
-    pack = [m for m in METHODS if m.id not in sc.ids]
-    full = sc.with_variants(pack)
-    if args.variant:
-        ids = variant_ids("--variant", args.variant, full)
-    else:
-        ids = list(full.ids if args.methods else sc.ids)
-    sc = sc.with_variants([m for m in pack if m.id in ids or args.methods])
+    sc, ids = with_methods(sc, args.variant, args.methods)
     ds = sweep(sc, variant=ids, quantities=("compute_utilisation", "ettr", "goodput", "mtbf_s",
                                             "checkpoint_interval_s", "failure_status"))
     lo, hi = args.range

@@ -12,8 +12,7 @@ from __future__ import annotations
 import math
 
 from ..scenario import STRAGGLERS
-from ..variants import METHODS
-from .args import check_once, load_scenario, scenario_arg, variant_ids
+from .args import check_once, load_scenario, scenario_arg, with_methods
 
 
 def _time(seconds: float) -> str:
@@ -94,13 +93,7 @@ def _sites(args) -> int:
     from ..tolerance import status_names, tolerated_tail
 
     table = sites_of(sc)
-    pack = [m for m in METHODS if m.id not in sc.ids]
-    full = sc.with_variants(pack)
-    if args.variant:
-        ids = variant_ids("--variant", args.variant, full)
-    else:
-        ids = list(full.ids if args.methods else sc.ids)
-    sc = sc.with_variants([m for m in pack if m.id in ids or args.methods])
+    sc, ids = with_methods(sc, args.variant, args.methods)
     tail = float(sc.straggler_s)
     N = int(round(float(np.sum(table.workers))))
     straggles = ("nothing straggles" if family == "none" or tail == 0 else
