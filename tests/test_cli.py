@@ -293,39 +293,86 @@ def test_need_arguments_are_checked_before_any_work(no_need, capsys, argv, fragm
     assert "Traceback" not in _one_error_line(capsys, "bandjax need: error:", *fragments)
 
 
+def _need_table(out: list[str]) -> list[str]:
+    """The rows of the printed table: the lines after its heading (``variant ...``), up to the
+    assumptions."""
+    start = next(i for i, line in enumerate(out) if line.startswith("variant "))
+    return [line for line in out[start + 1:] if not line.startswith("assumed")]
+
+
 def test_need_prints_the_needed_bandwidth_with_its_status(capsys):
     """The printed GB/s and Gbit/s are bandjax.required_bandwidth's (4 significant digits); the
     reference scenario shows each status: E is capped by its module, the FP4 sync's 50% needs
     less than the range's bottom (its exact value, 0.06953 GB/s, said below the range), DiLoCo's
-    90% is reached. A method of the pack is named without --methods."""
+    90% is reached. A method of the pack is named without --methods. "at the scenario" is
+    bandjax.sweep's compute utilisation at the scenario's own bandwidth (4 significant digits)."""
     assert main(["need", "--utilisation", "0.5", "0.9", "--variant", "E", "streaming_diloco_fp4",
                  "diloco"]) == 0
     out = capsys.readouterr().out.splitlines()
     sc = bandjax.reference().with_variants(bandjax.METHODS)
     ds = bandjax.required_bandwidth(sc, [0.5, 0.9], variant=["diloco", "streaming_diloco_fp4"])
-    rows = {(line.split()[0], line.split()[4]): line for line in out[2:]
-            if not line.startswith("assumed")}
+    cu = bandjax.sweep(sc, variant=["band_pluggable", "streaming_diloco_fp4", "diloco"],
+                       quantities=("compute_utilisation",))["compute_utilisation"]
+    rows = {(line.split()[0], line.split()[4]): line for line in _need_table(out)}
     assert set(rows) == {(v, u) for v in ("band_pluggable", "streaming_diloco_fp4", "diloco")
                          for u in ("50%", "90%")}
     g = float(ds.required_bandwidth_GBps.sel(variant="diloco", utilisation=0.9))
-    assert rows["diloco", "90%"].split()[5:8] == [f"{g:.4g}", f"{8 * g:.4g}", "reached"]
+    assert rows["diloco", "90%"].split()[5:9] == [f"{g:.4g}", f"{8 * g:.4g}",
+                                                  f"{100 * float(cu.sel(variant='diloco')):.4g}%",
+                                                  "reached"]
     assert rows["diloco", "90%"].split()[1:4] == ["100", "1", "0"]  # H, F, tau
+    for (vid, _), line in rows.items():  # the same utilisation on each target's row
+        assert float(line.split()[7].rstrip("%")) / 100 == pytest.approx(
+            float(cu.sel(variant=vid)), rel=5e-4)
     g = float(ds.required_bandwidth_GBps.sel(variant="streaming_diloco_fp4", utilisation=0.5))
-    assert rows["streaming_diloco_fp4", "50%"].split()[5:] == [
-        f"{g:.4g}", f"{8 * g:.4g}", "below", "the", "range", "(met", "at", "0.1", "GB/s", "already)"]
+    assert rows["streaming_diloco_fp4", "50%"].split()[5:7] == [f"{g:.4g}", f"{8 * g:.4g}"]
+    assert rows["streaming_diloco_fp4", "50%"].split()[8:] == [
+        "below", "the", "range", "(met", "at", "0.1", "GB/s", "already)"]
     assert f"{g:.4g}" == "0.06953" and f"{8 * g:.4g}" == "0.5562"
+    assert rows["band_pluggable", "90%"].split()[5:7] == ["-", "-"]
     assert rows["band_pluggable", "90%"].endswith(
-        "-  not reachable at any bandwidth: capped by the module stages")
-    assert out[0].startswith("WAN bandwidth per directed link") and "0.1 to 1000 GB/s" in out[0]
-    assert "GB/s" in out[1] and "Gbit/s" in out[1]
+        "%  not reachable at any bandwidth: capped by the module stages")
+    heading = next(line for line in out if line.startswith("WAN bandwidth per directed link"))
+    assert "0.1 to 1000 GB/s" in heading and "12.5 GB/s" in heading
+    head = next(line for line in out if line.startswith("variant "))
+    assert "GB/s" in head and "Gbit/s" in head and "at the scenario" in head
     assert any(line.startswith("assumed: syncing every H steps does not change steps") for line in out)
     assert any("streaming_diloco_fp4 (tau = 1)" in line for line in out if line.startswith("assumed"))
+
+
+def test_need_wide_has_the_targets_as_columns(capsys):
+    """--wide: a row per variant, a column per target and the utilisation at the scenario; the
+    cells are the long form's GB/s, or why there is none."""
+    argv = ["need", "--utilisation", "0.5", "0.9", "--variant", "E", "streaming_diloco_fp4",
+            "diloco"]
+    assert main([*argv, "--wide"]) == 0
+    wide = capsys.readouterr().out.splitlines()
+    sc = bandjax.reference().with_variants(bandjax.METHODS)
+    ds = bandjax.required_bandwidth(sc, [0.5, 0.9], variant=["diloco", "streaming_diloco_fp4"])
+    cu = bandjax.sweep(sc, variant=["diloco"], quantities=("compute_utilisation",))
+    head = next(line for line in wide if line.startswith("variant "))
+    assert head.split() == ["variant", "H", "F", "tau", "50%", "90%", "at", "the", "scenario"]
+    rows = {line.split()[0]: line for line in _need_table(wide)}
+    assert list(rows) == ["band_pluggable", "streaming_diloco_fp4", "diloco"]
+    g5, g9 = (float(ds.required_bandwidth_GBps.sel(variant="diloco", utilisation=u))
+              for u in (0.5, 0.9))
+    cu = float(np.atleast_1d(cu["compute_utilisation"].values)[0])
+    assert rows["diloco"].split() == ["diloco", "100", "1", "0", f"{g5:.4g}", f"{g9:.4g}",
+                                      f"{100 * cu:.4g}%"]
+    g = float(ds.required_bandwidth_GBps.sel(variant="streaming_diloco_fp4", utilisation=0.5))
+    assert rows["streaming_diloco_fp4"].split()[4:6] == [f"{g:.4g}", "(below)"]
+    assert rows["band_pluggable"].split()[4:8] == ["-", "(module)", "-", "(module)"]
+    # the same setup as the long form, before either table
+    assert main(argv) == 0
+    long = capsys.readouterr().out.splitlines()
+    assert [line for line in long if line.startswith(("setup", "  "))] == \
+        [line for line in wide if line.startswith(("setup", "  "))]
 
 
 def test_need_methods_adds_the_pack(capsys):
     assert main(["need", "--utilisation", "0.9", "--methods", "--range", "0.01", "10"]) == 0
     out = capsys.readouterr().out
-    names = [line.split()[0] for line in out.splitlines()[2:] if not line.startswith("assumed")]
+    names = [line.split()[0] for line in _need_table(out.splitlines())]
     assert names == [*bandjax.reference().ids, *(m.id for m in bandjax.METHODS)]
     assert "0.01 to 10 GB/s" in out
 

@@ -29,7 +29,9 @@ def test_regions_are_runs_of_one_winner():
 def _rows(out: str) -> dict:
     """{heading: [(lo GB/s, hi GB/s, winner label, margin text)]} of the printed table."""
     blocks, at = {}, None
-    for line in out.splitlines():
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:2] == ["bandwidth", "winner"])
+    for line in lines[start + 1:]:  # after the setup and the table's heading
         if line.endswith(":") and not line.startswith(" "):
             at = line[:-1]
             blocks[at] = []

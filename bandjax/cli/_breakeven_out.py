@@ -86,7 +86,7 @@ def print_elasticities(sc, a, b, over, basis, lo, hi) -> None:
     for k in range(int(r.count)):
         print(f"  elasticities of break-even {k + 1} (% per %), largest first:")
         for n, v in sorted(elast.items(), key=lambda kv: -abs(float(kv[1][k])))[:8]:
-            print(f"    {n:<28} {float(v[k]):+.4f}")
+            print(f"    {n:<28} {float(v[k]):+.4g}")
 
 
 def print_achieve(sc, a, b, parameter, basis) -> None:

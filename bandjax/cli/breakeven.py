@@ -52,6 +52,12 @@ def _breakeven_cli(args) -> int:
         list(BASES) if set(basis_dependent(sc.variants)) & {a, b} else ["hypothesis"])
     show = {"bandwidth": rb.print_bandwidth, "budget": rb.print_budget,
             "enob": rb.print_enob}[args.over]
+    from ._setup import basis_words, print_setup
+
+    role = {"bandwidth": "searched for the break-even",
+            "budget": "held at the scenario's while the budget is searched",
+            "enob": "each of the grid below"}[args.over]
+    print_setup(sc, basis=basis_words(sc, bases, [a, b]), bandwidth=role)
     for basis in bases:
         show(sc, a, b, basis, lo, hi)
         if args.sensitivity:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from ..variants import METHODS
-from .args import check_once, load_scenario, scenario_arg
+from .args import check_once, load_scenario, methods_arg, scenario_arg, with_methods
 
 DEFAULT_TARGETS = (0.5, 0.8, 0.9, 0.95, 0.99)  # as the report's table
 DEFAULT_RANGE_GBps = (0.1, 1000.0)
@@ -43,6 +43,17 @@ def status_text(status: str, cap: str, lo: float, hi: float) -> str:
     return f"not reachable at any bandwidth: capped by {CAP_WORDS.get(cap, cap)}"
 
 
+def _cell(g: float, status: str, cap: str, hi: float) -> str:
+    """One needed bandwidth in the wide table: GB/s, or why there is none in the range."""
+    if status == "reached":
+        return f"{g:.4g}"
+    if status == "below_range":
+        return f"{g:.4g} (below)"
+    if status == "above_range" or cap == "range":
+        return f"> {hi:g}"
+    return f"- ({cap})"
+
+
 def _need(args) -> int:
     args.utilisation = list(DEFAULT_TARGETS) if args.utilisation is None else args.utilisation
     args.range = list(DEFAULT_RANGE_GBps) if args.range is None else args.range
@@ -51,48 +62,53 @@ def _need(args) -> int:
 
     import numpy as np
 
+    from ..grid import sweep
     from ..need import cap_names, required_bandwidth, status_names
-    from .args import variant_ids
+    from ._setup import assumption_lines, percent, print_setup, sync_every
 
-    pack = [m for m in METHODS if m.id not in sc.ids]
-    full = sc.with_variants(pack)  # a method of the pack may be named without --methods
-    if args.variant:
-        ids = variant_ids("--variant", args.variant, full)
-    else:
-        ids = list(full.ids if args.methods else sc.ids)
-    sc = sc.with_variants([m for m in pack if m.id in ids or args.methods])
+    sc, ids = with_methods(sc, args.variant, args.methods)
     lo, hi = args.range
     ds = required_bandwidth(sc, args.utilisation, variant=ids, range_GBps=(lo, hi))
     ds = ds.transpose("utilisation", "variant")
     GBps = np.asarray(ds.required_bandwidth_GBps)  # (target, variant)
     status, cap = np.asarray(status_names(ds.status)), np.asarray(cap_names(ds.cap))
-    H = float(sc.sync_every_H)
-    n = int(float(sc.dcs))
+    # the compute utilisation at the scenario's own bandwidth, the same closed forms
+    now = np.atleast_1d(np.asarray(
+        sweep(sc, variant=ids, quantities=("compute_utilisation",))["compute_utilisation"]))
+    print_setup(sc, basis="none used (compute utilisation and the bandwidth it needs do not "
+                          "depend on steps to target)",
+                bandwidth="solved for here")
     print(f"WAN bandwidth per directed link each variant needs for a compute-utilisation target "
-          f"(GPU compute / step), on {n} DCs of {int(float(sc.workers_per_dc))} workers, overlap "
-          f"f = {float(sc.overlap_fraction):.3g}, searched in {lo:g} to {hi:g} GB/s "
-          "(docs/model.md section 14)")
-    if ds.attrs.get("links_scaling"):
-        print(ds.attrs["links_scaling"])
-    print(f"{'variant':<22} {'H':>5} {'F':>3} {'tau':>3} {'target':>7} {'GB/s':>10} "
-          f"{'Gbit/s':>10}  status")
-    for k, vid in enumerate(ids):
-        v = sc.variant(vid)
-        h = v.sync_every if v.sync_every is not None else H
-        for i, u in enumerate(args.utilisation):
-            g = float(GBps[i, k])
-            num = "-" if math.isnan(g) else f"{g:.4g}"
-            gbit = "-" if math.isnan(g) else f"{8 * g:.4g}"
-            target = f"{100 * u:g}%"
-            print(f"{vid:<22} {h:>5g} {v.fragments:>3d} {v.delay:>3d} {target:>7} {num:>10} "
-                  f"{gbit:>10}  {status_text(status[i, k], cap[i, k], lo, hi)}")
-    print("assumed: syncing every H steps does not change steps to target (the needed bandwidth "
-          "uses none)")
-    delayed = [f"{vid} (tau = {sc.variant(vid).delay})" for vid in ids
-               if sc.variant(vid).delay > 0]
-    if delayed:
-        print(f"assumed: a sync applied tau steps late does not change steps to target: "
-              f"{', '.join(delayed)}")
+          f"(GPU compute / step), searched in {lo:g} to {hi:g} GB/s (docs/model.md section 14); "
+          f"at the scenario = the compute utilisation at the scenario's own bandwidth, "
+          f"{float(sc.wan_Bps) / 1e9:g} GB/s")
+    head = f"{'variant':<22} {'H':>5} {'F':>3} {'tau':>3}"
+    rows = [f"{vid:<22} {sync_every(sc, vid):>5g} {sc.variant(vid).fragments:>3d} "
+            f"{sc.variant(vid).delay:>3d}" for vid in ids]
+    scenario = [percent(float(x)) for x in now]
+    if args.wide:
+        print("cells: GB/s per directed link; (below): under the range's bottom, met there "
+              f"already; > {hi:g}: above the range; - (cap): not reachable at any bandwidth, "
+              "capped by that term (the long form, without --wide, names it in words)")
+        cols = [[f"{100 * u:g}%", *(_cell(float(GBps[i, k]), status[i, k], cap[i, k], hi)
+                                    for k in range(len(ids)))]
+                for i, u in enumerate(args.utilisation)]
+        cols.append(["at the scenario", *scenario])
+        widths = [max(map(len, col)) for col in cols]
+        print(head + "".join(f"  {col[0]:>{w}}" for col, w in zip(cols, widths)))
+        for k, row in enumerate(rows):
+            print(row + "".join(f"  {col[k + 1]:>{w}}" for col, w in zip(cols, widths)))
+    else:
+        print(f"{head} {'target':>7} {'GB/s':>10} {'Gbit/s':>10} {'at the scenario':>15}  status")
+        for k, (vid, row) in enumerate(zip(ids, rows)):
+            for i, u in enumerate(args.utilisation):
+                g = float(GBps[i, k])
+                num = "-" if math.isnan(g) else f"{g:.4g}"
+                gbit = "-" if math.isnan(g) else f"{8 * g:.4g}"
+                print(f"{row} {f'{100 * u:g}%':>7} {num:>10} {gbit:>10} {scenario[k]:>15}  "
+                      f"{status_text(status[i, k], cap[i, k], lo, hi)}")
+    for line in assumption_lines(sc, ids):  # for the times to target elsewhere
+        print(line)
     return 0
 
 
@@ -110,9 +126,9 @@ def register_cli(sub) -> None:
                         "methods with --methods)")
     p.add_argument("--range", type=float, nargs=2, metavar=("LO", "HI"),
                    help="bandwidth range searched, GB/s per directed link (default 0.1 1000)")
-    p.add_argument("--methods", action="store_true",
-                   help="add the field's ways of syncing in rounds (bandjax.METHODS: data "
-                        "parallel bf16, DiLoCo, Streaming DiLoCo, its FP4 overlapped form, int8 "
-                        "DiLoCo)")
+    p.add_argument("--wide", action="store_true",
+                   help="one row per variant, the targets as columns (default: one row per "
+                        "variant and target, the status in words)")
+    methods_arg(p)
     scenario_arg(p)
     p.set_defaults(func=_need)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 
-from .args import check_bandwidth_range, check_points, load_scenario, scenario_arg, variant_ids
+from .args import (check_bandwidth_range, check_points, load_scenario, methods_arg, scenario_arg,
+                   with_methods)
 
 MAX_POINTS = 100_000  # bandwidth points of the printed map
 
@@ -112,14 +113,16 @@ def _winner(args) -> int:
     import numpy as np
 
     from ..winmap import winner
+    from ._setup import assumption_lines, basis_words, plural, print_setup
 
+    sc, ids = with_methods(sc, args.variant, args.methods)
     lo, hi = args.bandwidth
     grid = {name: (values if len(values) > 1 else values[0])
             for name, *values in ((n, *map(_value, v)) for n, *v in args.over or ())}
     if args.basis:
         grid["basis"] = args.basis
-    if args.variant:
-        grid["variant"] = variant_ids("--variant", args.variant, sc)
+    if args.variant or args.methods:
+        grid["variant"] = ids
     bandwidth = np.geomspace(lo, hi, args.points) if args.points > 1 else np.asarray([lo])
     try:
         ds = winner(sc, bandwidth=bandwidth, **grid)
@@ -128,12 +131,22 @@ def _winner(args) -> int:
             raise
         raise ValueError(f"--over: {e}") from None
     names = {v.id: v.short for v in sc.variants}
+    swept = [name for name, *_ in args.over or ()]
+    basis = grid.get("basis", "hypothesis")
+    print_setup(sc, basis=basis_words(sc, basis, ids), bandwidth="the table's axis", swept=swept)
     step = (hi / lo) ** (1 / (args.points - 1)) - 1 if args.points > 1 else 0.0
     print(f"who wins where: the fastest variant to the target loss over {lo:g} - {hi:g} GB/s "
-          f"({args.points} log-spaced points, {step:.2%} apart: each edge is a grid point, the "
-          "change lies before the next); margin = the runner-up's time to target / the winner's")
+          f"({plural(args.points, 'log-spaced point')}, {step:.2%} apart: each edge is a grid "
+          "point, the change lies before the next); margin = the runner-up's time to target / "
+          "the winner's")
     print(f"  {'bandwidth':<44} {'winner':<10} margin")
     for line in table(ds, names):
+        print(line)
+    unmeasured = [i for i in ids if math.isnan(sc.steps_of(i))]
+    if unmeasured:
+        print(f"not measured: {', '.join(unmeasured)} (no steps to target in the scenario's "
+              "[steps]: they cannot win)")
+    for line in assumption_lines(sc, ids):
         print(line)
     if args.write is not None:
         _write(ds, args.write, sc, {"bandwidth": bandwidth, **grid})
@@ -178,8 +191,9 @@ def register_cli(sub) -> None:
     p.add_argument("--basis", choices=("hypothesis", "exact"),
                    help="the steps basis (default: the scenario's)")
     p.add_argument("--variant", nargs="+", metavar="V",
-                   help="the variants that compete, by id or label (default: all); the first "
-                        "wins a tie")
+                   help="the variants that compete, by id or label, the methods' too (default: "
+                        "the scenario's, and the methods with --methods); the first wins a tie")
+    methods_arg(p)
     p.add_argument("--write", metavar="FILE",
                    help="also write the map: FILE.zarr (a zarr store) or FILE.nc (netCDF), "
                         "whole or not at all")
