@@ -187,3 +187,22 @@ def test_winner_methods_adds_the_pack_as_need_does(tmp_path, capsys):
     assert "not measured: diloco " in out and "diloco (H = 100)" in out
     assert main(["winner", "--help"]) == 0
     assert "--methods" in capsys.readouterr().out
+
+
+def test_setup_names_each_site_where_sites_differ(tmp_path, capsys):
+    """Sites that differ (docs/model.md section 16): each site's workers and its compute relative
+    to c, c the slowest site's (here the A100 site's: 6 x P x 512 / (312 TFLOP/s x 40%))."""
+    sc = bj.reference().with_sites(names=["a", "b", "c"], gpu=["h100", "a100", "h100"],
+                                   workers=[8, 2, 1])
+    path = tmp_path / "sites.toml"
+    save(sc, path)
+    assert main(["need", "--utilisation", "0.5", "--variant", "adamw", "--scenario",
+                 str(path)]) == 0
+    block = _setup(capsys.readouterr().out)
+    assert _c_s(block) == pytest.approx(6 * 7_916_736 * 512 / (312e12 * 0.4), rel=5e-6)
+    sites = re.findall(r"(\w) (\d+) workers? \(c x (\S+)\)", block[2])
+    assert [(name, int(n)) for name, n, _ in sites] == [("a", 8), ("b", 2), ("c", 1)]
+    for (_, _, rel), want in zip(sites, sc.sites.compute_rel):
+        assert float(rel) == pytest.approx(want, rel=5e-6)
+    assert float(sites[0][2]) == pytest.approx(312 / 989, rel=5e-6)  # an H100 site's c_i / c
+    assert "c 1 worker (c x" in block[2] and "K = 3 DCs, sites differ" in block[2]
