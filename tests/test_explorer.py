@@ -49,8 +49,10 @@ def fake_results(sc, reference_results: dict) -> dict:
         "break_even_GBps_by_budget": [],  # only the crossings below: no root finder's at [low]
         "break_even_GBps": [
             {"a": "band_switch", "b": "topk", "basis": "hypothesis", "GBps": [0.55],
-             "winner_below": "band_switch"},
-            {"a": "band_switch", "b": "adamw", "basis": "exact", "GBps": [], "winner_below": "adamw"},
+             "winner_below": "band_switch", "winner_above": "topk",
+             "winners": ["band_switch", "topk"], "status": "crosses"},
+            {"a": "band_switch", "b": "adamw", "basis": "exact", "GBps": [], "winner_below": "adamw",
+             "winner_above": "adamw", "winners": ["adamw"], "status": "b_wins_throughout"},
         ],
         "enob_break_even": [{"a": "band_pluggable", "b": "adamw", "basis": "hypothesis",
                              "GBps": [0.1, 1.0, 10.0], "enob": [4.0, 6.0, 9.0]}],

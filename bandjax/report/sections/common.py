@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import itertools
 import json
 import math
@@ -109,7 +110,10 @@ class Section:
     def read(cls, results: dict):
         """The section from a results dict, ``None`` where the results do not hold it.
 
-        Raises ``ValueError`` naming every key that is missing or not known."""
+        Raises :class:`ResultsFieldError` (a ``ValueError``) naming every key that is missing or
+        not known, or the first field that is not what bandjax writes there (its type, a number
+        that is not finite, a key or a status not known, a list of another length), with its
+        path, its value and what is allowed (:func:`check_fields`, :meth:`inconsistent`)."""
         if cls.FLAT:
             if not any(k in results for k in cls.keys()):
                 return None
@@ -119,7 +123,7 @@ class Section:
             if src is None:
                 return None
             if not isinstance(src, dict):
-                raise ValueError(f"{where}: expected an object, got {type(src).__name__}")
+                raise ResultsFieldError(f"{where}: expected an object, got {type(src).__name__}")
         required = [f.name for f in fields(cls)
                     if f.default is MISSING and f.default_factory is MISSING]
         missing = [k for k in required if k not in src]
@@ -127,8 +131,136 @@ class Section:
         if missing or unknown:
             parts = ([f"missing {', '.join(map(repr, missing))}"] if missing else []) + \
                     ([f"not known {', '.join(map(repr, unknown))}"] if unknown else [])
-            raise ValueError(f"{where} ({cls.__name__} section): {'; '.join(parts)}")
+            raise ResultsFieldError(f"{where} ({cls.__name__} section): {'; '.join(parts)}")
+        check_fields(src if cls.FLAT else {cls.KEY: src})
+        for problem in cls.inconsistent(src):
+            raise ResultsFieldError(f"results field {problem}")
         return cls(**src)
+
+    @classmethod
+    def inconsistent(cls, src: dict):
+        """Sentences (each "path = value: what is allowed") for fields of ``src`` (this section's
+        part of results.json, its types already checked) that disagree with one another: a list
+        whose length is not its axis's. None by default."""
+        return ()
+
+
+class ResultsFieldError(ValueError):
+    """A results.json field that is not what bandjax writes there (a type, a number that is not
+    finite, an unknown key, a status not known, a list of another length)."""
+
+
+def _schema_words(error) -> str:
+    """What a results.json field must be, in words, from the schema rule ``error`` broke."""
+    rule, value = error.validator, error.validator_value
+    types = {"number": "a number", "integer": "a whole number", "string": "text",
+             "boolean": "true or false", "array": "a list", "object": "an object", "null": "null"}
+    if rule == "type":
+        allowed = [value] if isinstance(value, str) else value
+        return "must be " + " or ".join(types.get(v, v) for v in allowed)
+    if rule in ("enum", "const"):
+        allowed = value if rule == "enum" else [value]
+        return "must be one of " + ", ".join(json.dumps(v) for v in allowed)
+    if rule in ("minItems", "maxItems"):
+        return f"must hold {'at least' if rule == 'minItems' else 'at most'} {value} items"
+    bounds = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}
+    if rule in bounds:
+        return f"must be {bounds[rule]} {value:g}"
+    return error.message[:160]
+
+
+def check_fields(values: dict, where: str = "results field") -> None:
+    """Raise :class:`ResultsFieldError` naming the first of ``values`` (results.json keys and their
+    values, as read) that ``results.schema.json`` does not allow, or that holds a number that is
+    not finite (bandjax writes null where there is no number): the field's path, its value as
+    given, and what is allowed there. Keys the schema does not describe are not checked here
+    (:meth:`Section.read` names an unknown section key)."""
+    bad = _not_finite(values, "")
+    if bad is not None:
+        path, x = bad
+        raise ResultsFieldError(f"{where} {path} = {x!r}: must be a finite number "
+                                "(null where there is none)")
+    validators = _field_validators()
+    for key, value in values.items():
+        validator = validators.get(key)
+        if validator is None:
+            continue
+        error = _best_error(validator, value)
+        if error is None:
+            continue
+        path = ".".join(str(p) for p in (key, *error.absolute_path))
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            known = set(error.schema.get("properties", {}))
+            extra = sorted(k for k in error.instance if k not in known)
+            raise ResultsFieldError(f"{where} {path}.{extra[0]}: not a known key (known: "
+                                    f"{', '.join(sorted(known))})")
+        if error.validator == "required":
+            raise ResultsFieldError(f"{where} {path}: {error.message[:160]}")
+        shown = json.dumps(error.instance)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        raise ResultsFieldError(f"{where} {path} = {shown}: {_schema_words(error)}")
+
+
+def list_lengths(src: dict, axis: str, tables: tuple[str, ...], prefix: str = ""):
+    """Sentences for :meth:`Section.inconsistent`: each list in the tables at ``tables`` (dotted
+    paths into ``src``; objects of lists, by variant or by basis and variant) whose length is not
+    that of the list at ``axis`` (one item per value along it). A path ``src`` lacks is not
+    checked (an optional field)."""
+    def at(path):
+        x = src
+        for k in path.split("."):
+            if not isinstance(x, dict) or k not in x:
+                return None
+            x = x[k]
+        return x
+
+    def walk(x, path, n):
+        if isinstance(x, list):
+            if len(x) != n:
+                shown = json.dumps(x)
+                shown = shown if len(shown) <= 60 else shown[:57] + "..."
+                yield (f"{prefix}{path} = {shown}: must hold {n} items, one for each of "
+                       f"{prefix}{axis} (it holds {len(x)})")
+        elif isinstance(x, dict):
+            for k, v in x.items():
+                yield from walk(v, f"{path}.{k}", n)
+
+    values = at(axis)
+    if not isinstance(values, list):
+        return
+    for path in tables:
+        yield from walk(at(path), path, len(values))
+
+
+def _not_finite(x, path: str):
+    """(path, value) of the first float in ``x`` that is NaN or infinite, or None."""
+    if isinstance(x, float):
+        return None if math.isfinite(x) else (path, x)
+    items = x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, (list, tuple)) else ()
+    for k, v in items:
+        hit = _not_finite(v, f"{path}.{k}" if path else str(k))
+        if hit is not None:
+            return hit
+    return None
+
+
+def _best_error(validator, value):
+    import jsonschema
+
+    return jsonschema.exceptions.best_match(validator.iter_errors(value))
+
+
+@functools.lru_cache(maxsize=1)
+def _field_validators() -> dict:
+    """results.json key -> a validator of its value, from ``results.schema.json``."""
+    import jsonschema
+
+    from importlib import resources
+
+    schema = json.loads(resources.files("bandjax.report").joinpath("results.schema.json")
+                        .read_text(encoding="utf-8"))
+    return {k: jsonschema.Draft202012Validator({"$defs": schema["$defs"], **sub})
+            for k, sub in schema["properties"].items() if k not in ("schema_version", "explained")}
 
 
 def _json_ready(x):
@@ -186,7 +318,9 @@ class Results:
     @classmethod
     def of(cls, results: "Results | dict | None") -> "Results":
         """``results`` as typed sections: a :class:`Results` as it is, a results dict (as
-        results.json holds it) read strictly, ``None`` as a report with no sections."""
+        results.json holds it) read strictly (each section's :meth:`Section.read`: every field
+        checked against results.schema.json before any view draws it), ``None`` as a report with
+        no sections."""
         if isinstance(results, Results):
             return results
         results = results or {}
@@ -208,6 +342,10 @@ class Results:
                 isinstance(v, dict) and isinstance(v.get("why"), str) for v in explained.values()):
             problems.append("results key 'explained': expected an object of "
                             "{section: {\"status\", \"why\"}}")
+        else:
+            problems += [f"results field explained.{k}.status = {json.dumps(v.get('status'))}: "
+                         "must be one of \"skipped\", \"failed\""
+                         for k, v in explained.items() if v.get("status") not in ("skipped", "failed")]
         if problems:
             raise ValueError("; ".join(problems))
         return cls(schema_version=results.get("schema_version"), explained=explained, **sections)

@@ -13,7 +13,7 @@ from ...scenario import BASES, PRESETS, Scenario, to_toml_dict
 from ...step import COMPONENT_LABELS, COMPONENTS, STAGES, budget_break_even_FLOPs
 from .. import passes
 from ..constants import BUDGETS, ENERGY_PARTS, STATUS
-from .common import Results, Section
+from .common import Results, Section, list_lengths
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,13 @@ class Core(Section):
     def names(self) -> dict[str, str]:
         """Variant id -> short label, as the report names variants."""
         return {vid: v["short"] for vid, v in self.setup["variants"].items()}
+
+    @classmethod
+    def inconsistent(cls, src: dict):
+        yield from list_lengths(src, "sync_every_H.H",
+                                ("sync_every_H.step_ms", "sync_every_H.time_to_target_s"))
+        yield from list_lengths(src, "by_enob.enob", ("by_enob.step_ms", "by_enob.time_to_target_s",
+                                                      "by_enob.status"))
 
 
 KEY = Core.KEY

@@ -31,7 +31,7 @@ from ...variants import METHODS, Variant
 from .. import constants as C
 from ..passes import budget_options, enob_label, scenario_budget
 from .common import (HEIGHT, WIDTH, Results, Section, View, _and, _finish, _num, close_ahead,
-                     g3, legend_name, start_ahead, take_ahead, variant_colors)
+                     g3, legend_name, list_lengths, start_ahead, take_ahead, variant_colors)
 
 KEY = "need"
 TITLE = "What bandwidth each method needs"
@@ -72,6 +72,11 @@ class Need(Section):
     utilisation_at_wan: dict
     assumptions: list[str]
     conclusions: list[str]
+
+    @classmethod
+    def inconsistent(cls, src: dict):
+        yield from list_lengths(src, "utilisation", ("required_GBps", "status", "cap"), "need.")
+        yield from list_lengths(src, "bandwidth_GBps", ("compute_utilisation",), "need.")
 
 
 def pack(sc: Scenario) -> tuple[Variant, ...]:
