@@ -489,10 +489,11 @@ def test_winner_map_larger_than_memory_is_refused(monkeypatch):
 
     with pytest.raises(ValueError, match=r"of=\"winner\""):
         bandjax.winner(bandwidth=np.logspace(-1, 3, 100_000), budget=np.linspace(1, 200, 30_000))
-    # 1,000 points x 18 B x 2 = 35.2 KiB: over half of a 50 kB machine
+    # 2,000 points x 20 B (bandjax.winmap.WINNER_BYTES_PER_POINT) = 39.06 KiB: over half of a
+    # 50 kB machine
     monkeypatch.setattr(_limits, "available_memory_bytes", lambda: 50e3)
-    with pytest.raises(ValueError, match=r"35\.16 KiB in memory"):
-        bandjax.winner(bandwidth=np.logspace(-1, 3, 1_000))
+    with pytest.raises(ValueError, match=r"39\.06 KiB in memory"):
+        bandjax.winner(bandwidth=np.logspace(-1, 3, 2_000))
 
 
 # ------------------------------------------------------------------ the engine's time budget
