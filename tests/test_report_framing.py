@@ -11,8 +11,8 @@ import pytest
 
 import bandjax
 from bandjax import report
-from bandjax.report import explorer, frame
-from bandjax.report.sections import headline
+from bandjax.report import explorer
+from bandjax.report.sections import frame, headline
 from bandjax.report.sections.common import Results
 from bandjax.need import STATUS_MEANINGS
 from bandjax.report.sections.need import Gbps_text, pct

@@ -21,10 +21,10 @@ from .. import links as _links
 from .. import variants as _v
 from .._io import atomic_write_text
 from ..scenario import Scenario, reference
-from . import frame as _frame_of
 from . import render as _render
 from . import sections as _sections
 from .sections import common as _views
+from .sections import frame as _frame_of
 from .sections import headline as _headline
 from .sections.common import Results
 

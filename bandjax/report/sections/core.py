@@ -11,8 +11,9 @@ import numpy as np
 
 from ...scenario import BASES, PRESETS, Scenario, to_toml_dict
 from ...step import COMPONENT_LABELS, COMPONENTS, STAGES, budget_break_even_FLOPs
-from .. import frame, passes
+from .. import passes
 from ..constants import BUDGETS, ENERGY_PARTS, STATUS
+from . import frame
 from .common import Results, Section
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..scenario import GPUS, PRESETS, STUDY_GPU_FLOPs, Scenario, from_toml_dict, reference, to_toml_dict
+from ...scenario import GPUS, PRESETS, STUDY_GPU_FLOPs, Scenario, from_toml_dict, reference, to_toml_dict
+from .common import Results, count
 
 STUDY_TITLE = "When does computing the band in transit pay?"
 
@@ -102,8 +103,6 @@ def of_toml(table: dict) -> Frame:
 def of_results(results) -> Frame | None:
     """The frame of a report's results (typed or JSON), or None where they hold no core section
     or its scenario cannot be read back."""
-    from .sections.common import Results
-
     core = Results.of(results).core
     if core is None:
         return None
@@ -126,8 +125,6 @@ def gpu_name(sc: Scenario) -> str:
 
 def model_words(sc: Scenario) -> str:
     """'llama3-8b (8.03 B parameters)' for a preset, else 'a 123 M-parameter model'."""
-    from .sections.common import count
-
     P = float(sc.params)
     name = next((k for k, p in PRESETS.items() if math.isclose(P, p, rel_tol=1e-12)), None)
     if name == "study":
