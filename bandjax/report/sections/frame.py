@@ -21,7 +21,7 @@ STUDY_TITLE = "When does computing the band in transit pay?"
 @dataclass(frozen=True)
 class Frame:
     """A scenario's cluster in words. ``names``: the DCs' names where links or sites name them
-    (else empty); ``workers``: n per DC (one value where all are equal); ``gpu``: the GPU in
+    (else empty); ``workers``: n per DC (one value where all are equal); ``gpu``: the GPU's
     name (empty for the study's calibrated GPU); ``utilisation``: its model-FLOPs utilisation
     (unit 1); ``model``: the model in words; ``compute_ms``: GPU compute per step (per DC where
     sites differ)."""

@@ -74,8 +74,8 @@ def _segments(sw: passes.Sweeps, basis: str, own: str) -> list[tuple[str, float,
 
 
 def build(sc: Scenario, ctx: dict) -> Headline:
-    """The headline from the core and break-even sections built before it (``ctx["sections"]``)
-    and the report's one pass."""
+    """The headline from the sections built before it (``ctx["sections"]``: core, and where
+    they were built, break-evens, cluster and need) and the report's one pass."""
     done = ctx["sections"]
     if done.core is None:
         raise ValueError("the headline reads the core section; build it first")
@@ -84,7 +84,7 @@ def build(sc: Scenario, ctx: dict) -> Headline:
     wan = float(sc.wan_Bps) / 1e9
     winners, changes = {}, {}
     for basis in BASES:
-        times = {v: t for v, t in done.core.time_to_target_s[basis].items() if t == t and t is not None}
+        times = {v: t for v, t in done.core.time_to_target_s[basis].items() if not _none(t)}
         best = min(times, key=times.get) if times else None
         winners[basis] = {"variant": best, "time_to_target_s": times.get(best)}
         segs = _segments(sw, basis, own)
@@ -213,9 +213,12 @@ def lines(results: Results | dict) -> list[str]:
                 f"({8 * c['GBps']:.3g} Gb/s)" for c in ch) + f" ({bases}).")
         else:
             out.append(f"The winner is the same across 0.1 to 1,000 GB/s ({bases}).")
-    for basis, c in h.smallest_change.items():
+    small = h.smallest_change
+    both = set(small) == set(BASES) and _by_bases(small, _same_change)[0][0] == "both bases"
+    for basis, c in ({"both": small[BASES[0]]} if both else small).items():
+        basis = "both bases" if both else f"{basis} basis"
         if c["status"] == "already":
-            out.append(f"{n(c['a'])} already beats {n(c['b'])} ({basis} basis).")
+            out.append(f"{n(c['a'])} already beats {n(c['b'])} ({basis}).")
         else:
             # display names (names.py); the pair's steps are named after the variant
             what = (f"steps to target of {n(c['a'])}" if c["parameter"] == "steps_a" else
@@ -223,7 +226,7 @@ def lines(results: Results | dict) -> list[str]:
                     _display_name(c["parameter"]))
             out.append(f"Smallest change for {n(c['a'])} to beat {n(c['b'])}: {what} from "
                        f"{_fmt_value(c['current'], c['units'])} to {_fmt_value(c['required'], c['units'])} "
-                       f"(x {c['ratio']:.3g}; {basis} basis).")
+                       f"(x {c['ratio']:.3g}; {basis}).")
     return out
 
 
@@ -246,6 +249,12 @@ def _same_winner(a: dict, b: dict) -> bool:
 def _same_changes(a: list, b: list) -> bool:
     return len(a) == len(b) and all(x["from"] == y["from"] and x["to"] == y["to"]
                                     and _close(x["GBps"], y["GBps"]) for x, y in zip(a, b))
+
+
+def _same_change(a: dict, b: dict) -> bool:
+    return all(a[k] == b[k] for k in ("a", "b", "parameter", "status", "units")) and all(
+        _close(a[k], b[k]) if isinstance(a[k], (int, float)) else a[k] == b[k]
+        for k in ("current", "required", "ratio"))
 
 
 def _utilisation_lines(h: Headline, n) -> list[str]:
