@@ -144,8 +144,8 @@ def markdown(results: Results | dict) -> str:
 
     parts = [part(section) for section in sections if not getattr(section, "LEAD", False)]
     lead = [part(section) for section in sections if getattr(section, "LEAD", False)]
-    if not parts or not parts[0].startswith("# "):  # no core section: the title alone
-        parts.insert(0, "# When does computing the band in transit pay?")
+    if not parts or not parts[0].startswith("# "):  # no core section: no scenario to name
+        parts.insert(0, "# Closed-form results of bandjax")
     title, _, rest = parts[0].partition("\n\n")
     parts = [title, *lead, rest, *parts[1:]]
     return "\n\n".join(p.strip() for p in parts if p.strip()) + "\n"

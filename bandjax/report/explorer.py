@@ -17,12 +17,14 @@ import html
 import json
 from pathlib import Path
 
+from .. import links as _links
 from .. import variants as _v
 from .._io import atomic_write_text
 from ..scenario import Scenario, reference
 from . import render as _render
 from . import sections as _sections
 from .sections import common as _views
+from .sections import frame as _frame_of
 from .sections import headline as _headline
 from .sections.common import Results
 
@@ -132,13 +134,22 @@ def _headline_html(results: Results) -> str:
     return f'<div id="headline" class="headline"><h2>Headline</h2><ul>{items}</ul></div>'
 
 
-def _scenario_line(sc: Scenario) -> str:
-    n = int(float(sc.workers_per_dc))
-    return (f"Scenario: {_views.count(float(sc.params))} parameters (dense delta "
-            f"{4 * float(sc.params) / 1e6:.4g} MB), 2 DCs x {n} workers, worker port "
+def _frame(sc: Scenario, results: Results) -> _frame_of.Frame:
+    """The page's frame from the report's core section, as results.md's; from the scenario
+    where the results hold none."""
+    return _frame_of.of_results(results) or _frame_of.of_scenario(sc)
+
+
+def _title_text(fr: _frame_of.Frame) -> str:
+    return (f"{fr.title} An explorer of the closed forms" if fr.reference else
+            f"{fr.title}. An explorer of the closed forms")
+
+
+def _scenario_line(sc: Scenario, fr: _frame_of.Frame) -> str:
+    return (f"Scenario: {fr.setup}; dense delta {4 * float(sc.params) / 1e6:.4g} MB, worker port "
             f"{float(sc.worker_port_Bps) / 1e9:g} GB/s, module port {float(sc.qsfp_port_Bps) / 1e9:g} GB/s, "
-            f"WAN {_views.fmt_GBps(float(sc.wan_Bps) / 1e9)} per direction, GPU compute "
-            f"{float(sc.gpu_compute_s) * 1e3:.4g} ms a step, {_views.setting_text(sc)}, target loss "
+            f"WAN {_views.fmt_GBps(float(sc.wan_Bps) / 1e9)} per direction"
+            f"{' (the slowest link)' if _links.differ(sc) else ''}, {_views.setting_text(sc)}, target loss "
             f"{sc.steps.target_loss:g}.")
 
 
@@ -364,6 +375,7 @@ def page(scenario: Scenario | None = None, results: Results | dict | None = None
                 for n, view in enumerate(views, start=1)]
     key = "; ".join(html.escape(_views.legend_name(v)) for v in sc.variants)
     headline = _headline_html(results)
+    fr = _frame(sc, results)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -373,8 +385,8 @@ def page(scenario: Scenario | None = None, results: Results | dict | None = None
 </head>
 <body>
 <header>
-<h1>When does computing the band in transit pay? An explorer of the closed forms</h1>
-<p class="scenario">{html.escape(_scenario_line(sc))}</p>
+<h1>{html.escape(_title_text(fr))}</h1>
+<p class="scenario">{html.escape(_scenario_line(sc, fr))}</p>
 <div class="controls">{_controls_html(sc)}</div>
 </header>
 <main>

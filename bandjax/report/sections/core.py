@@ -13,6 +13,7 @@ from ...scenario import BASES, PRESETS, Scenario, to_toml_dict
 from ...step import COMPONENT_LABELS, COMPONENTS, STAGES, budget_break_even_FLOPs
 from .. import passes
 from ..constants import BUDGETS, ENERGY_PARTS, STATUS
+from . import frame
 from .common import Results, Section, list_lengths
 
 
@@ -226,10 +227,15 @@ def markdown(results: Results | dict) -> str:
     ids = list(r.step_ms)
     low, high = s["budgets_GFLOPs"]["low"], s["budgets_GFLOPs"]["high"]
     sc = s["scenario"]
+    fr = frame.of_results(results)
+    if fr is None or fr.reference:
+        title, whose = frame.STUDY_TITLE, "the study's scenario"
+    else:
+        title, whose = fr.title, f"this scenario: {fr.setup}"
     out = [
-        "# When does computing the band in transit pay?",
+        f"# {title}",
         "",
-        "Closed-form results of the reference model for the study's scenario, computed by bandjax. "
+        f"Closed-form results of the reference model for {whose}, computed by bandjax. "
         f"Target loss {r.target_loss}. Budgets: [free] = module compute not charged, "
         f"[low] = {low:g} GFLOP/s, [high] = {high:g} GFLOP/s.",
         "",
