@@ -143,3 +143,72 @@ def test_winner_on_sites_in_chunks_is_the_whole_map():
     parts = bandjax.winner(sc, bandwidth=BANDWIDTH_GBps, enob=[8, 6], chunk=7, threads=2)
     for k in winmap.OUTPUTS:
         np.testing.assert_array_equal(parts[k].values, whole[k].values)
+
+
+# ------------------------------------------------------------------------------ required_bandwidth
+
+TARGETS = [0.3, 0.45, 0.8, 0.9]  # compute utilisation (or goodput): some reached, some not
+QUANTITY = {"utilisation": "compute_utilisation", "goodput": "goodput"}
+
+
+@pytest.mark.parametrize("target", QUANTITY)
+@pytest.mark.parametrize("case", CASES)
+def test_required_bandwidth_gives_the_target_back_in_the_sweep(case, target):
+    """Reference: ``bandjax.sweep(sc, bandwidth=answer)``'s own compute utilisation (compute-
+    weighted, docs/model.md section 16) or goodput (section 17) at the answer: the target, within
+    1e-6 relative, wherever the target is reached (in the range or above it); met at the range's
+    bottom already where BELOW_RANGE; short of it at 1e9 GB/s where NOT_REACHABLE."""
+    from bandjax.need import ABOVE_RANGE, BELOW_RANGE, NOT_REACHABLE, REACHED
+
+    sc = regions(**CASES[case])
+    ds = bandjax.required_bandwidth(sc, TARGETS, target=target)
+    q = QUANTITY[target]
+    B = ds["required_bandwidth_GBps"].transpose("utilisation", "variant").values
+    status = ds["status"].transpose("utilisation", "variant").values
+    lo = ds.attrs["range_GBps"][0]
+    ids = list(ds["variant"].values)
+    seen = set()
+    for i, u in enumerate(TARGETS):
+        for j, v in enumerate(ids):
+            s = int(status[i, j])
+            seen.add(s)
+            if s in (REACHED, ABOVE_RANGE):
+                got = float(bandjax.sweep(sc, bandwidth=float(B[i, j]), variant=v)[q])
+                assert got == pytest.approx(u, rel=1e-6, abs=0), (v, u)
+                # and the least such bandwidth: 1e-6 below it the target is missed
+                less = float(bandjax.sweep(sc, bandwidth=float(B[i, j]) * (1 - 1e-6), variant=v)[q])
+                assert less < u, (v, u)
+            elif s == BELOW_RANGE:
+                assert float(bandjax.sweep(sc, bandwidth=lo, variant=v)[q]) >= u, (v, u)
+            else:
+                assert s == NOT_REACHABLE and np.isnan(B[i, j])
+                assert float(bandjax.sweep(sc, bandwidth=1e9, variant=v)[q]) < u, (v, u)
+    assert {REACHED, NOT_REACHABLE} <= seen
+
+
+def test_required_bandwidth_names_the_wait_for_the_slowest_site():
+    """A "wait" variant's compute utilisation is at most (sum_i n_i c_i) / (N c_max) (docs/model.md
+    section 16): above that no bandwidth helps, and the cap says ``sites``; a "scaled" variant
+    computes the whole round at every site, so it is not capped by the sites."""
+    from bandjax.need import cap_names
+
+    sc = regions()
+    rel = np.asarray(sc.sites.compute_rel)
+    n = np.asarray(sc.sites.workers)
+    most = float(np.sum(n * rel) / np.sum(n))  # the A100 site is the slowest: c_max = c
+    ds = bandjax.required_bandwidth(sc, [most * 1.001], variant=["dp_bf16", "diloco"])
+    caps = cap_names(ds["cap"]).values.ravel().tolist()
+    assert caps[0] == "sites"
+    assert caps[1] == "none"  # diloco runs "scaled"
+
+
+@pytest.mark.parametrize("target", QUANTITY)
+@pytest.mark.parametrize("case", CASES)
+def test_required_bandwidth_on_equal_sites_is_todays_bit_for_bit(case, target):
+    """Equal sites take the closed form (utilisation) or the goodput bisection unchanged: the
+    scenario without a sites table gives the same numbers exactly."""
+    with_table, without = equal_sites(**CASES[case])
+    a = bandjax.required_bandwidth(with_table, TARGETS, target=target)
+    b = bandjax.required_bandwidth(without, TARGETS, target=target)
+    for k in ("required_bandwidth_GBps", "status", "cap"):
+        np.testing.assert_array_equal(a[k].values, b[k].values)
