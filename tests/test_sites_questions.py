@@ -212,3 +212,73 @@ def test_required_bandwidth_on_equal_sites_is_todays_bit_for_bit(case, target):
     b = bandjax.required_bandwidth(without, TARGETS, target=target)
     for k in ("required_bandwidth_GBps", "status", "cap"):
         np.testing.assert_array_equal(a[k].values, b[k].values)
+
+
+# ------------------------------------------------------------------------------ break_even
+
+
+def sites_without_links(**extra):
+    """:func:`regions`' sites over equal links (no links table): before the general search took
+    sites, stragglers and failures, only a links table sent a pair there."""
+    sc = bandjax.reference().replace(dcs=3.0, sync_every_H=100.0, params=8.03e9,
+                                     active_params=8.03e9, **extra)
+    return methods(sc.with_sites(gpu=["h100", "a100", "h100"], workers=[64, 32, 64]))
+
+
+SCENARIOS = {"regions": regions, "equal_links": sites_without_links}
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("where", SCENARIOS)
+def test_break_even_is_where_the_sweeps_times_are_equal(where, case):
+    """Reference: ``bandjax.sweep(sc, bandwidth=x)["time_to_target_s"]`` of the pair at each
+    crossing x that :func:`bandjax.break_even` returns over bandwidth: equal within 1e-6
+    relative, for every pair of variants (the study's six and the methods) that crosses in the
+    default range; and a pair that does not cross keeps one order at both ends of the range."""
+    from bandjax.breakeven import break_even, needs_general_search
+
+    sc = SCENARIOS[where](**CASES[case])
+    assert needs_general_search(sc)
+    found, apart = [], []
+    ids = list(sc.ids)
+    for i, a in enumerate(ids):
+        for b in ids[i + 1:]:
+            xs = np.asarray(break_even(sc, a, b).x).ravel()
+            xs = xs[np.isfinite(xs)]
+            found += [(a, b, x) for x in xs]
+            if xs.size == 0:
+                apart.append((a, b))
+    assert len(found) >= 5
+    # one sweep at every crossing, one at the range's ends
+    at = bandjax.sweep(sc, bandwidth=[x / 1e9 for _, _, x in found])["time_to_target_s"]
+    for k, (a, b, x) in enumerate(found):
+        ta, tb = (float(at.isel(bandwidth=k).sel(variant=v)) for v in (a, b))
+        assert ta == pytest.approx(tb, rel=1e-6, abs=0), (a, b, x)
+    ends = bandjax.sweep(sc, bandwidth=[0.1, 1000.0])["time_to_target_s"]
+    for a, b in apart:
+        ta, tb = ends.sel(variant=a).values, ends.sel(variant=b).values
+        if np.all(np.isfinite(ta)) and np.all(np.isfinite(tb)):
+            assert np.sign(ta[0] - tb[0]) == np.sign(ta[1] - tb[1]), (a, b)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_break_even_on_equal_sites_is_todays_bit_for_bit(case):
+    """Equal sites (no links table) take the search they take without a sites table: the fast
+    residual where nothing fails or straggles, the general one otherwise; the same numbers
+    exactly."""
+    from bandjax.breakeven import break_even, needs_general_search
+
+    sc = bandjax.reference().replace(dcs=3.0, sync_every_H=100.0, params=8.03e9,
+                                     active_params=8.03e9, **CASES[case])
+    with_table = methods(sc.with_sites(gpu=["h100"] * 3, workers=[64, 64, 64]))
+    without = dataclasses.replace(with_table, sites=None)
+    assert needs_general_search(without) == (case != "sites")
+    assert needs_general_search(with_table) == needs_general_search(without)
+    found = 0
+    for a, b in [("adamw", "streaming_diloco"), ("diloco", "streaming_diloco_fp4"),
+                 ("band_switch", "dp_bf16")]:
+        x, y = break_even(with_table, a, b), break_even(without, a, b)
+        for k in ("x", "count", "status", "a_wins_below", "tie_lo", "tie_hi"):
+            np.testing.assert_array_equal(getattr(x, k), getattr(y, k))
+        found += int(np.isfinite(x.x).sum())
+    assert found >= 1
