@@ -26,6 +26,12 @@ hops x l_ij (b_ij = B_ij / B), and CU >= u needs every link's term to fit:
 
 (A' the terms of A other than the latency), so B* = max over links of W / (b_ij R_ij), not
 reachable where any R_ij <= 0: still a closed form, one per link, and its maximum.
+
+On sites that differ (docs/model.md section 16) CU is compute-weighted, (sum_i n_i H_i c_i) /
+(N H step), the step waits for the slowest site and a "scaled" variant's window is its fastest
+site's step: not the form above, so there the answer is a bisection in log B of the sweep's own
+CU (:func:`_needed_on_sites`), as goodput's is (:func:`needed_goodput_Bps`). Equal sites keep the
+closed form.
 """
 
 from __future__ import annotations
