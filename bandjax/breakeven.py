@@ -43,6 +43,7 @@ import numpy as np
 
 from . import failures as _failures
 from . import roots as _roots
+from . import sites as _sites
 from . import variants as _v
 from .metrics import time_to_target_s
 from .roots import (A_WINS, B_WINS, CROSSES, NEITHER, NOT_AVAILABLE, STATUS_NAMES, TIE, TIE_PART,
@@ -51,8 +52,10 @@ from .links import scaling_note
 from .parameters import FIXED_PREFIX, scenario_parameter, with_parameters
 from .scenario import BASES, FIELDS, Scenario, numbers
 from .units import _digits
-from .step import (COMPONENTS, STAGES, budget_break_even_FLOPs, col, fragment_parts_s, module_stages_s,
-                   step_s, sum_parts, sync_method, traffic_B, window_s)
+from .step import (COMPONENTS, STAGES, budget_break_even_FLOPs, col, fragment_parts_s, inner_compute_s,
+                   module_stages_s, step_s, sum_parts, sync_method, traffic_B, window_compute_s,
+                   window_s)
+from .stragglers import may_straggle
 
 BANDWIDTH_RANGE_GBps = (0.1, 1000.0)  # docs/model.md section 2: the swept range
 BUDGET_RANGE_GFLOPs = (1.0, 10_000.0)
@@ -71,7 +74,7 @@ DEFAULT_RANGES = {"wan_latency_s": (1e-7, 1.0), "overlap_fraction": (1e-4, 1.0)}
 __all__ = [
     "A_WINS", "B_WINS", "BANDWIDTH_RANGE_GBps", "BreakEven", "CROSSES", "Crossings", "NEITHER",
     "NOT_AVAILABLE", "STATUS_NAMES", "TIE", "TIED", "TIE_PART", "TIE_RTOL", "bandwidth_crossings",
-    "bandwidth_kinks_Bps", "break_even", "may_kink",
+    "bandwidth_kinks_Bps", "break_even", "may_kink", "needs_general_search",
     "budget_break_even", "describe", "enob_break_even", "field_crossings", "pair_steps", "parameter_names",
     "resolve_variant", "with_parameter",
 ]
@@ -203,7 +206,7 @@ def envelope_breaks(slopes, intercepts) -> tuple[np.ndarray, np.ndarray]:
     return breaks, np.array(sorted(on_top))
 
 
-def bandwidth_kinks_Bps(sc: Scenario) -> tuple:
+def bandwidth_kinks_Bps(sc: Scenario, *, straggles: bool = False) -> tuple:
     """The WAN bandwidths at which any variant's step changes slope in 1/B, B/s: a tuple of arrays,
     each broadcastable to (..., variant), NaN where there is none (a superset is harmless: each
     is one more bracket point of the search).
@@ -219,11 +222,18 @@ def bandwidth_kinks_Bps(sc: Scenario) -> tuple:
     largest over links of bytes / B_ij + hops l_ij: add the bandwidths where the largest link
     changes (the breaks of a static upper envelope, scaled by bytes / (hops x latency)) and each
     link's own zero of max(0, .).
+
+    The window is counted in the compute the step's is (docs/model.md section 16): c' where
+    workers straggle (``straggles``, static: :func:`bandjax.stragglers.may_straggle`), c_max on
+    sites that differ, and a "scaled" variant's fastest site's step (:func:`bandjax.step.
+    window_compute_s`); c otherwise.
     """
     m = sync_method(sc)
     parts = fragment_parts_s(sc, method=m)
     comm = sum_parts(parts)
     c = col(sc.gpu_compute_s)
+    if straggles or _sites.differ(sc):
+        c = window_compute_s(sc, inner_compute_s(sc, m))
     wan = parts[_WAN]  # one fragment's WAN bytes term at the scenario's own bandwidth
     window = window_s(c, col(sc.overlap_fraction), m.delay)
     kinks = [_positive_ratio(wan * col(sc.wan_Bps), window - (comm - wan))]
@@ -283,9 +293,27 @@ def may_kink(sc: Scenario, ia=None, ib=None) -> bool:
     return bool(np.any(delay[used] != 0))
 
 
+def needs_general_search(sc: Scenario) -> bool:
+    """Whether a pair's times over bandwidth are not of the simple form n (c + max(0, Q + V/B))
+    that :func:`bandwidth_crossings`'s fast residual takes (a static fact of a concrete
+    scenario; True where a value is traced):
+
+    - per-link values (``sc.links``): a mesh's WAN term is the largest of its links';
+    - failures (:func:`bandjax.failures.may_fail`): the time divides by an ETTR that moves with B;
+    - stragglers (:func:`bandjax.stragglers.may_straggle`): the compute part is c', not c;
+    - sites that differ (:func:`bandjax.sites.differ`): the step waits for c_max, a "scaled"
+      variant's window is its fastest site's step and its time divides by its tokens share.
+
+    Where it holds the search re-evaluates the sweep's own times at every trial bandwidth
+    (:func:`field_crossings` over ``wan_Bps``)."""
+    return (sc.links is not None or _failures.may_fail(sc) or may_straggle(sc)
+            or _sites.differ(sc))
+
+
 def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, *,
                         grid: int = GRID, max_roots: int = MAX_ROOTS, implicit: bool = True,
-                        fails: bool = False, kinks: bool | None = None) -> Crossings:
+                        fails: bool = False, kinks: bool | None = None,
+                        general: bool | None = None) -> Crossings:
     """Where variants ``ia`` and ``ib`` reach the target equally fast, over WAN bandwidth (B/s).
 
         r(B) = n_a (c + max(0, Q_a + V_a/B)) / (n_b (c + max(0, Q_b + V_b/B))) - 1,
@@ -312,6 +340,10 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
     proportion). So does a scenario where workers fail (``fails``, static: give
     :func:`bandjax.failures.may_fail` of the scenario): a time to target divided by the ETTR of
     replicas that meet once a round is not affine in 1/B. Without ``fails`` the ETTR is taken as 1.
+    Sites that differ (a static fact) always take the general search. ``general`` (static):
+    whether the times are not of the simple form for any reason (:func:`needs_general_search`,
+    which a concrete scenario should be given; None: ``fails``); with it, c' where workers
+    straggle.
 
     ``kinks`` (static): whether a step may change slope in range (:func:`may_kink`, which None
     asks of the arguments: True under a trace). False runs the search on the coarse grid alone,
@@ -322,18 +354,24 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
       :class:`bandjax.roots.Crossings` with ``x`` in B/s; differentiable in ``sc`` and the steps.
     """
     kinks = may_kink(sc, ia, ib) if kinks is None else bool(kinks)
+    general = bool(fails) if general is None else bool(general)
     return _bandwidth_crossings(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, grid=grid,
-                                max_roots=max_roots, implicit=implicit, fails=fails, kinks=kinks)
+                                max_roots=max_roots, implicit=implicit, general=general,
+                                kinks=kinks, straggles=general and may_straggle(sc))
 
 
-@partial(jax.jit, static_argnames=("grid", "max_roots", "implicit", "fails", "kinks"))
+@partial(jax.jit, static_argnames=("grid", "max_roots", "implicit", "general", "kinks",
+                                   "straggles"))
 def _bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, *, grid: int,
-                         max_roots: int, implicit: bool, fails: bool, kinks: bool) -> Crossings:
-    """:func:`bandwidth_crossings` with its static facts given."""
-    if sc.links is not None or fails:
+                         max_roots: int, implicit: bool, general: bool, kinks: bool,
+                         straggles: bool = False) -> Crossings:
+    """:func:`bandwidth_crossings` with its static facts given (``straggles``: the kinks' window
+    in c', :func:`bandwidth_kinks_Bps`)."""
+    if sc.links is not None or general or _sites.differ(sc):
         # the pair's kinks (where max(0, .) switches, and where a mesh's pacing link changes) are
         # bracket points, so no pair of crossings hides between two coarse cells
-        extra = [_pick(k, i) for k in bandwidth_kinks_Bps(sc) for i in (ia, ib)] if kinks else None
+        extra = ([_pick(k, i) for k in bandwidth_kinks_Bps(sc, straggles=straggles)
+                  for i in (ia, ib)] if kinks else None)
         return _field_crossings(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps,
                                 parameters(sc).index("wan_Bps"), grid=grid, max_roots=max_roots,
                                 implicit=implicit, extra=extra)
@@ -367,13 +405,16 @@ def _bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps,
 
 # bandjax's own searches that return NumPy values: quick to compile, no derivatives
 _quick_core = _jax.quick(_bandwidth_crossings,
-                         static_argnames=("grid", "max_roots", "implicit", "fails", "kinks"))
+                         static_argnames=("grid", "max_roots", "implicit", "general", "kinks",
+                                          "straggles"))
 
 
-def _quick_bandwidth(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, *, grid, max_roots, fails):
+def _quick_bandwidth(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, *, grid, max_roots):
+    """:func:`bandwidth_crossings` of a concrete scenario, values only, its static facts asked of
+    it (:func:`needs_general_search`, :func:`may_kink`)."""
     return _quick_core(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, grid=grid,
-                       max_roots=max_roots, implicit=False, fails=fails,
-                       kinks=may_kink(sc, ia, ib))
+                       max_roots=max_roots, implicit=False, general=needs_general_search(sc),
+                       kinks=may_kink(sc, ia, ib), straggles=may_straggle(sc))
 
 
 def _set_aside(c: Crossings, steps_a, steps_b) -> Crossings:
@@ -406,7 +447,7 @@ def all_bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_B
     max_roots = MAX_ROOTS
     while True:
         c = _quick_bandwidth(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, grid=grid,
-                             max_roots=max_roots, fails=_failures.may_fail(sc))
+                             max_roots=max_roots)
         most = int(max(np.max(c.count), np.max(c.tie_count)))
         if most <= max_roots:
             return c
@@ -539,7 +580,7 @@ def searches(sc: Scenario, pairs, names, lo, hi, *, grid: int = GRID) -> Crossin
         while True:
             if group == "wan_Bps":
                 c = _quick_bandwidth(sc, ia, ib, na, nb, lo_, hi_, grid=grid,
-                                     max_roots=max_roots, fails=_failures.may_fail(sc))
+                                     max_roots=max_roots)
             else:
                 c = _quick_fields(sc, ia, ib, na, nb, lo_, hi_, which, names=used, grid=grid,
                                   max_roots=max_roots)
@@ -726,8 +767,7 @@ def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
     ia, ib = sc.ids.index(a), sc.ids.index(b)
     while True:
         if parameter == "wan_Bps":
-            c = _quick_bandwidth(sc, ia, ib, *steps, lo, hi, grid=grid, max_roots=max_roots,
-                                 fails=_failures.may_fail(sc))
+            c = _quick_bandwidth(sc, ia, ib, *steps, lo, hi, grid=grid, max_roots=max_roots)
         else:
             c = _quick_field(sc, ia, ib, *steps, lo, hi, parameters(sc).index(parameter),
                              grid=grid, max_roots=max_roots)

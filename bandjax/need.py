@@ -26,6 +26,12 @@ hops x l_ij (b_ij = B_ij / B), and CU >= u needs every link's term to fit:
 
 (A' the terms of A other than the latency), so B* = max over links of W / (b_ij R_ij), not
 reachable where any R_ij <= 0: still a closed form, one per link, and its maximum.
+
+On sites that differ (docs/model.md section 16) CU is compute-weighted, (sum_i n_i H_i c_i) /
+(N H step), the step waits for the slowest site and a "scaled" variant's window is its fastest
+site's step: not the form above, so there the answer is a bisection in log B of the sweep's own
+CU (:func:`_needed_on_sites`), as goodput's is (:func:`needed_goodput_Bps`). Equal sites keep the
+closed form.
 """
 
 from __future__ import annotations
@@ -45,8 +51,9 @@ from .links import scaling_note
 from . import failures as _failures
 from .labels import check_distinct
 from .scenario import Scenario, numbers, reference
+from . import sites as _sites
 from .step import (STAGES, SYNC_COMPONENTS, col, fragment_parts_s, inner_compute_s, step_s,
-                   sum_parts, sync_method, traffic_B, wan_link_terms_s, window_s)
+                   sum_parts, sync_method, traffic_B, useful_compute_s, wan_link_terms_s, window_s)
 from .stragglers import may_straggle
 from .sweepargs import parse
 
@@ -57,8 +64,9 @@ DEFAULT_RANGE_GBps = (0.1, 1000.0)
 REACHED, NOT_REACHABLE, BELOW_RANGE, ABOVE_RANGE = 0, 1, 2, 3
 STATUS_MEANINGS = "reached not_reachable below_range above_range"
 # what caps a target that is not reachable (index into CAPS; NONE where it is reachable)
-CAPS = ("none", "latency", "d", "module", "ports", "compute", "range", "failures", "stragglers")
-_NONE, _LATENCY, _D, _MODULE, _PORTS, _COMPUTE, _RANGE, _FAILURES, _STRAGGLERS = range(len(CAPS))
+CAPS = ("none", "latency", "d", "module", "ports", "compute", "range", "failures", "stragglers",
+        "sites")
+_NONE, _LATENCY, _D, _MODULE, _PORTS, _COMPUTE, _RANGE, _FAILURES, _STRAGGLERS, _SITES = range(len(CAPS))
 # the terms of a fragment sync (SYNC_COMPONENTS) grouped by the cap they name
 _GROUPS = {"latency": ("wan_latency",), "d": ("fixed",),
            "module": tuple(f"module_{s}" for s in STAGES), "ports": ("qsfp", "port")}
@@ -131,7 +139,13 @@ def needed_Bps(sc: Scenario, utilisation, lo_Bps, hi_Bps, straggles: bool = Fals
       of REACHED (B* in the range), BELOW_RANGE (B* <= lo: met at the range's bottom already),
       ABOVE_RANGE (B* > hi), NOT_REACHABLE (no bandwidth is enough); cap an index into
       :data:`CAPS` (``range`` for ABOVE_RANGE, the capping term for NOT_REACHABLE).
+
+    On sites that differ (:func:`bandjax.sites.differ`, a static fact) the closed form's step and
+    utilisation (c, CU = c / step) are not the sweep's, so the answer there is a bisection of
+    the sweep's own compute utilisation (:func:`_needed_on_sites`).
     """
+    if _sites.differ(sc):
+        return _needed_on_sites(sc, utilisation, lo_Bps, hi_Bps, straggles)
     m, W, groups = _split(sc)
     c = col(sc.gpu_compute_s)
     cs = inner_compute_s(sc, m) if straggles else c
@@ -155,15 +169,57 @@ def needed_Bps(sc: Scenario, utilisation, lo_Bps, hi_Bps, straggles: bool = Fals
     status = jnp.where(~some, NOT_REACHABLE,
                        jnp.where(over, ABOVE_RANGE, jnp.where(below, BELOW_RANGE, REACHED)))
     # what caps an unreachable target: the largest term of A, or the compute (nothing to hide behind)
-    stacked = jnp.stack(jnp.broadcast_arrays(*groups.values()), axis=-1)
-    biggest = 1 + jnp.argmax(stacked, axis=-1)  # _LATENCY + position in _GROUPS order
-    term = jnp.where(jnp.max(stacked, axis=-1) > 0, biggest, _COMPUTE)
+    term = _largest_term(groups)
     if straggles:  # the wait for the slowest worker alone leaves less than u: no bandwidth helps
-        term = jnp.where(col(sc.gpu_compute_s) / jnp.reshape(u, u.shape + (1,) * (jnp.ndim(term)
-                                                                               - jnp.ndim(u)))
-                         <= cs, _STRAGGLERS, term)
+        # the targets in front of every axis of the term and of c' (u above is reshaped only
+        # where the links are equal)
+        t = jnp.asarray(utilisation, dtype=float)
+        t = t.reshape(t.shape + (1,) * max(jnp.ndim(term), jnp.ndim(cs), jnp.ndim(c)))
+        term = jnp.where(c / t <= cs, _STRAGGLERS, term)
     cap = jnp.where(~some, term, jnp.where(over, _RANGE, _NONE))
     bandwidth = jnp.where(some, B, jnp.nan)
+    shape = jnp.broadcast_shapes(jnp.shape(bandwidth), jnp.shape(cap))
+    return (jnp.broadcast_to(bandwidth, shape), jnp.broadcast_to(status, shape).astype(jnp.int8),
+            jnp.broadcast_to(cap, shape).astype(jnp.int8))
+
+
+def _largest_term(groups):
+    """What caps an unreachable target, by the terms of a fragment sync grouped by cap
+    (:data:`_GROUPS`): the largest, or the compute where every one is 0 (nothing to hide
+    behind)."""
+    stacked = jnp.stack(jnp.broadcast_arrays(*groups.values()), axis=-1)
+    biggest = 1 + jnp.argmax(stacked, axis=-1)  # _LATENCY + position in _GROUPS order
+    return jnp.where(jnp.max(stacked, axis=-1) > 0, biggest, _COMPUTE)
+
+
+def _needed_on_sites(sc: Scenario, utilisation, lo_Bps, hi_Bps, straggles: bool):
+    """:func:`needed_Bps` on sites that differ (docs/model.md section 16): a bisection in log B of
+    the compute utilisation as the sweep computes it, compute-weighted,
+
+        CU(B) = (sum_i n_i H_i c_i) / (N H step(B)),
+
+    step(B) waiting for the slowest site (c_max, or the largest of the sites' sums where workers
+    straggle) with a "scaled" variant's window in its fastest site's step. CU never falls as B
+    grows, so there is one crossing; :func:`_bisect_Bps` finds it, as for goodput. Returns
+    :func:`needed_Bps`'s (bandwidth, status, cap). The bandwidth is the bisection's (to
+    rounding) wherever the bracket, the range widened :data:`GOODPUT_WIDEN`-fold each way, holds
+    it: the bracket's bottom where the target is met there already, NaN beyond its top. Cap of a
+    target no bandwidth reaches: ``sites`` where the wait for the slowest site alone leaves less
+    than the target (useful compute / u <= c_max), ``stragglers`` where the wait for the
+    slowest worker does (<= c'), else the largest term of a fragment sync (or the compute)."""
+    bandwidth, status, some, over = _bisect_Bps(sc, utilisation, lo_Bps, hi_Bps, goodput=False)
+    m, _, groups = _split(sc)
+    c = col(sc.gpu_compute_s)
+    u = jnp.asarray(utilisation, dtype=float)
+    term = _largest_term(groups)
+    u = u.reshape(u.shape + (1,) * jnp.ndim(term))
+    cs = inner_compute_s(sc, m)
+    allowed = useful_compute_s(sc) / u  # the longest step that still gives u
+    if straggles:
+        term = jnp.where(allowed <= cs, _STRAGGLERS, term)
+    top = float(np.max(sc.sites.compute_rel))
+    term = jnp.where(allowed <= c * top, _SITES, term)
+    cap = jnp.where(~some, term, jnp.where(over, _RANGE, _NONE))
     shape = jnp.broadcast_shapes(jnp.shape(bandwidth), jnp.shape(cap))
     return (jnp.broadcast_to(bandwidth, shape), jnp.broadcast_to(status, shape).astype(jnp.int8),
             jnp.broadcast_to(cap, shape).astype(jnp.int8))
@@ -175,9 +231,12 @@ _needed_once = _jax.quick(needed_Bps, static_argnames=("straggles",))
 GOODPUT_ITERATIONS = 64  # bisections in log B: the bracket shrinks 2^64-fold, below rounding
 
 
-def _goodput_at(sc: Scenario, B):
+def _goodput_at(sc: Scenario, B, goodput: bool = True):
     """Goodput (CU x ETTR, :mod:`bandjax.failures`) of every variant at WAN bandwidth ``B``
     (every link scaled in proportion), shape (..., variant): variant v's goodput at B[..., v].
+    ``goodput`` (static) False: the compute utilisation alone. CU is the sweep's: the useful
+    compute over the step (:func:`bandjax.step.useful_compute_s`, compute-weighted on sites that
+    differ, c itself otherwise).
 
     Every field gets one more trailing axis, on which B's variant axis lies; the scenario is then
     evaluated for every variant at every variant's B, and the diagonal taken (the registry is
@@ -187,8 +246,9 @@ def _goodput_at(sc: Scenario, B):
     at = dataclasses.replace(at, wan_Bps=B)
     m = sync_method(at)
     step = step_s(at, method=m)
-    ettr = _failures.ettr_parts(at, step, m.H)[0]
-    out = col(at.gpu_compute_s) / step * jnp.maximum(ettr, 0.0)  # (..., B's variant, variant)
+    out = useful_compute_s(at) / step  # (..., B's variant, variant)
+    if goodput:
+        out = out * jnp.maximum(_failures.ettr_parts(at, step, m.H)[0], 0.0)
     V = out.shape[-1]
     out = jnp.broadcast_to(out, out.shape[:-2] + (V, V))
     return jnp.diagonal(out, axis1=-2, axis2=-1)
@@ -217,20 +277,38 @@ def needed_goodput_Bps(sc: Scenario, goodput, lo_Bps, hi_Bps, straggles: bool = 
     at any bandwidth; else ``failures``: CU could, but the time lost to failures leaves goodput
     short even at infinite bandwidth. ``straggles``: as in :func:`needed_Bps`.
     """
-    g = jnp.asarray(goodput, dtype=float)
+    bandwidth, status, some, over = _bisect_Bps(sc, goodput, lo_Bps, hi_Bps, goodput=True)
+    # what caps it: the compute utilisation's own cap where CU itself cannot reach the target
+    # at any bandwidth (goodput <= CU), else the failures where infinite bandwidth falls short
+    _, cu_status, cu_cap = needed_Bps(sc, goodput, lo_Bps, hi_Bps, straggles)
+    cap = jnp.where(some, jnp.where(over, _RANGE, _NONE),
+                    jnp.where(cu_status == NOT_REACHABLE, cu_cap, _FAILURES))
+    return bandwidth, status.astype(jnp.int8), cap.astype(jnp.int8)
+
+
+def _bisect_Bps(sc: Scenario, target, lo_Bps, hi_Bps, *, goodput: bool):
+    """The smallest WAN bandwidth at which each variant's goodput (``goodput`` True) or compute
+    utilisation (False) reaches ``target``, by bisection in log B (:func:`_goodput_at`, which
+    never falls as B grows) over [lo, hi] widened :data:`GOODPUT_WIDEN`-fold each way,
+    :data:`GOODPUT_ITERATIONS` halvings. Returns (bandwidth B/s, status, some, over): the
+    bandwidth (the bracket's bottom where that is enough already; NaN beyond its top), status
+    REACHED, BELOW_RANGE, ABOVE_RANGE or NOT_REACHABLE, whether infinite bandwidth reaches the
+    target, and whether the answer lies above ``hi``. Shape (target, ..., variant)."""
+    at = partial(_goodput_at, sc, goodput=goodput)
+    g = jnp.asarray(target, dtype=float)
     V = len(sc.variants)
     bottom, top = lo_Bps / GOODPUT_WIDEN, hi_Bps * GOODPUT_WIDEN
-    at_top = _goodput_at(sc, jnp.full((V,), top, dtype=float))
+    at_top = at(jnp.full((V,), top, dtype=float))
     g = g.reshape(g.shape + (1,) * jnp.ndim(at_top))
-    at_inf = _goodput_at(sc, jnp.full((V,), jnp.inf))
-    at_bottom = _goodput_at(sc, jnp.full((V,), bottom, dtype=float))
+    at_inf = at(jnp.full((V,), jnp.inf))
+    at_bottom = at(jnp.full((V,), bottom, dtype=float))
     lo = jnp.log(bottom) * jnp.ones_like(at_top * g)
     hi = jnp.log(top) * jnp.ones_like(at_top * g)
 
     def halve(_, bracket):
         lo, hi = bracket
         mid = (lo + hi) / 2
-        ok = _goodput_at(sc, jnp.exp(mid)) >= g
+        ok = at(jnp.exp(mid)) >= g
         return jnp.where(ok, lo, mid), jnp.where(ok, mid, hi)
 
     lo, hi = jax.lax.fori_loop(0, GOODPUT_ITERATIONS, halve, (lo, hi))
@@ -241,13 +319,7 @@ def needed_goodput_Bps(sc: Scenario, goodput, lo_Bps, hi_Bps, straggles: bool = 
     below = found & (B <= lo_Bps)
     status = jnp.where(~some, NOT_REACHABLE,
                        jnp.where(over, ABOVE_RANGE, jnp.where(below, BELOW_RANGE, REACHED)))
-    # what caps it: the compute utilisation's own cap where CU itself cannot reach the target
-    # at any bandwidth (goodput <= CU), else the failures where infinite bandwidth falls short
-    _, cu_status, cu_cap = needed_Bps(sc, goodput, lo_Bps, hi_Bps, straggles)
-    cap = jnp.where(some, jnp.where(over, _RANGE, _NONE),
-                    jnp.where(cu_status == NOT_REACHABLE, cu_cap, _FAILURES))
-    bandwidth = jnp.where(found, B, jnp.nan)
-    return bandwidth, status.astype(jnp.int8), cap.astype(jnp.int8)
+    return jnp.where(found, B, jnp.nan), status, some, over
 
 
 _needed_goodput_once = _jax.quick(needed_goodput_Bps, static_argnames=("straggles",))
@@ -340,6 +412,11 @@ def required_bandwidth(scenario: Scenario | None = None, utilisation=DEFAULT_UTI
     With per-link values (``scenario.links``) the bandwidth is the slowest link's, every link
     scaled in proportion (``attrs["links_scaling"]`` says so); a mesh's answer is the largest of
     its links' closed forms (docs/model.md section 15).
+
+    On sites that differ (docs/model.md section 16) the utilisation is compute-weighted, as the
+    sweep computes it, and the answer is a bisection of it (:func:`needed_Bps`): the bandwidth
+    to rounding wherever the range widened :data:`GOODPUT_WIDEN`-fold each way holds it; ``cap``
+    ``sites`` where the wait for the slowest site alone leaves the target out of reach.
     """
     sc = reference() if scenario is None else scenario
     if "bandwidth" in grid or "wan_Bps" in grid:
@@ -408,6 +485,12 @@ def required_bandwidth(scenario: Scenario | None = None, utilisation=DEFAULT_UTI
             "assumptions": ds.attrs["assumptions"] + "; ETTR to first order in the failure rate "
                            "(docs/model.md section 17)",
         })
+    if _sites.differ(sc) and target == "utilisation":
+        ds.attrs["method"] = (f"bisection in log B of the compute-weighted compute utilisation "
+                              f"(docs/model.md section 16), {GOODPUT_ITERATIONS} halvings: the "
+                              "closed form assumes equal sites")
+    if _sites.differ(sc):
+        ds.attrs["assumptions"] += "; " + _sites.ASSUMPTION
     note = scaling_note(sc, ["bandwidth"])
     if note:
         ds.attrs["links_scaling"] = note

@@ -7,6 +7,11 @@ inside one jitted loop over the grid, unrolled over the variants with a running 
 position and the runner-up. Per grid point it writes 18 B (two int8, two float64) where
 :func:`bandjax.sweep` writes a float64 time for every variant plus its companions.
 
+On sites that differ (docs/model.md section 16) the fused step is not the sweep's (the wait for
+the slowest site, a "scaled" variant's window and its tokens a round), so there the map reduces
+the sweep's own times to target (:func:`bandjax.metrics.time_to_target_s`), one variant array of
+the grid's size in memory at once; equal sites (or none) keep the fused pass, bit for bit.
+
 Ties go to the variant first in the variant order (the registry's, or the order given with
 ``variant=``), as ``sweep(...)["time_to_target_s"].fillna(inf).argmin("variant")`` does: a later
 variant takes the lead only when it is strictly faster. A variant that never reaches the target or
@@ -32,6 +37,8 @@ import xarray as xr
 from .grid import DTYPES, label, precision, scenario_arrays
 from .scenario import Scenario, reference
 from . import failures as _failures
+from . import sites as _sites
+from .metrics import time_to_target_s
 from .step import (Method, fragment_parts_s, inner_compute_s, rounds_step_s, sum_parts, sync_method,
                    unit_rounds)
 from .stragglers import may_straggle
@@ -58,7 +65,8 @@ def _fused(sc: Scenario, steps, index: tuple[int, ...], fails: bool = False,
     """Winner, its time, runner-up and margin at every grid point, variants reduced in the loop.
 
     ``steps`` is broadcastable to (*grid, registry); ``index`` the competing variants' registry
-    positions, in tie order. Every per-variant term of :func:`bandjax.step.fragment_parts_s` is small
+    positions, in tie order. Equal sites (or none) only: sites that differ go through
+    :func:`_from_times`. Every per-variant term of :func:`bandjax.step.fragment_parts_s` is small
     (it varies along few axes); the full-size work is one elementwise pass per variant, fused by
     XLA into loops that write the packed outputs only (:func:`_unpack` reads them).
 
@@ -79,22 +87,55 @@ def _fused(sc: Scenario, steps, index: tuple[int, ...], fails: bool = False,
     shape = jnp.broadcast_shapes(jnp.shape(c), jnp.shape(steps)[:-1],
                                  *(jnp.shape(p)[:-1] for p in parts))
     inf = jnp.asarray(jnp.inf, dtype=jnp.result_type(c))
+
+    def times():  # run by _reduce after its running minimum is set up
+        stop = _failures.stop_ettr(sc) if fails else None
+        inner = inner_compute_s(sc, m) if straggles else None
+        for k, i in enumerate(index):
+            comm = sum_parts([p[..., i] for p in parts])
+            method = Method(*(x[..., i] for x in m))
+            if unit is not None and unit[k]:
+                method = method._replace(H=1.0)
+            step = rounds_step_s(c if inner is None else inner[..., i], comm, sc.overlap_fraction,
+                                 method)
+            n = steps[..., i]
+            # as sweep: no time where the steps are not a number; inf here so it never wins
+            t = jnp.where(jnp.isfinite(n), n * step, inf)
+            if fails:
+                ettr = _failures.ettr_parts(sc, step, method.H, variant_axis=False, stop=stop)[0]
+                t = _failures.time_to_target_s(t, ettr)
+            yield t
+
+    return _reduce(shape, inf, times())
+
+
+@partial(jax.jit, static_argnames=("index",))
+def _from_times(sc: Scenario, steps, index: tuple[int, ...]):
+    """:func:`_fused`'s packed outputs from the sweep's own times to target
+    (:func:`bandjax.metrics.time_to_target_s`, every variant at once), reduced over the
+    competing variants ``index`` in tie order.
+
+    For sites that differ (docs/model.md section 16), where :func:`_fused`'s per-variant step
+    (c, no tokens share, the window in c) is not the sweep's: the step waits for the slowest
+    site, a "scaled" variant's window is its fastest site's step, and its time counts global
+    batches of N T tokens (steps x step / tokens share). One variant array of the grid's size
+    is written before the reduction, so it costs more than the fused pass; equal sites never
+    come here."""
+    t = time_to_target_s(sc, steps)  # (..., registry): NaN where the steps are not measured
+    inf = jnp.asarray(jnp.inf, dtype=t.dtype)
+    t = jnp.where(jnp.isnan(t), inf, t)  # as sweep(...).fillna(inf): it never wins
+    return _reduce(t.shape[:-1], inf, (t[..., i] for i in index))
+
+
+def _reduce(shape, inf, times):
+    """Winner, its time, runner-up and margin of the times ``times`` (one array a competing
+    variant, in tie order, each broadcastable to ``shape``; inf: never), packed (:func:`_unpack`).
+
+    A running minimum, its position and the runner-up: a later variant takes the lead only when
+    strictly faster."""
     best, second = jnp.full(shape, inf), jnp.full(shape, inf)
     first, runner = jnp.full(shape, -1, jnp.int8), jnp.full(shape, -1, jnp.int8)
-    stop = _failures.stop_ettr(sc) if fails else None
-    inner = inner_compute_s(sc, m) if straggles else None
-    for k, i in enumerate(index):
-        comm = sum_parts([p[..., i] for p in parts])
-        method = Method(*(x[..., i] for x in m))
-        if unit is not None and unit[k]:
-            method = method._replace(H=1.0)
-        step = rounds_step_s(c if inner is None else inner[..., i], comm, sc.overlap_fraction, method)
-        n = steps[..., i]
-        # as sweep: no time where the steps are not a number; inf here so it never wins
-        t = jnp.where(jnp.isfinite(n), n * step, inf)
-        if fails:
-            ettr = _failures.ettr_parts(sc, step, method.H, variant_axis=False, stop=stop)[0]
-            t = _failures.time_to_target_s(t, ettr)
+    for k, t in enumerate(times):
         ahead, next_ = t < best, t < second
         second = jnp.where(ahead, best, jnp.where(next_, t, second))
         runner = jnp.where(ahead, first, jnp.where(next_, jnp.int8(k), runner))
@@ -225,16 +266,17 @@ def winner_arrays(sc: Scenario, g: Grid, *, dtype: str = "float64", chunk: int |
     with precision(dtype):
         sc_arrays = scenario_arrays(sc, g)
         steps = g.steps
-        fails = _failures.may_fail(sc_arrays)
-        straggles = may_straggle(sc_arrays)
-        unit = unit_rounds(sc_arrays, index)
+        if _sites.differ(sc_arrays):  # the fused step assumes equal sites: the sweep's times
+            solve = partial(_from_times, index=index)
+        else:
+            solve = partial(_fused, index=index, fails=_failures.may_fail(sc_arrays),
+                            unit=unit_rounds(sc_arrays, index), straggles=may_straggle(sc_arrays))
 
         def run(sl):
             if sl is None:
-                return _unpack(*_fused(sc_arrays, steps, index, fails, unit, straggles))
+                return _unpack(*solve(sc_arrays, steps))
             cut = lambda x: _cut(x, axis, sl, len(shape))  # noqa: E731
-            return _unpack(*_fused(jax.tree.map(cut, sc_arrays), cut(steps), index, fails, unit,
-                                   straggles))
+            return _unpack(*solve(jax.tree.map(cut, sc_arrays), cut(steps)))
 
         if len(parts) == 1:
             out = [np.broadcast_to(np.asarray(a), shape) for a in run(parts[0])]
