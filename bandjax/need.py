@@ -67,6 +67,11 @@ STATUS_MEANINGS = "reached not_reachable below_range above_range"
 CAPS = ("none", "latency", "d", "module", "ports", "compute", "range", "failures", "stragglers",
         "sites")
 _NONE, _LATENCY, _D, _MODULE, _PORTS, _COMPUTE, _RANGE, _FAILURES, _STRAGGLERS, _SITES = range(len(CAPS))
+CAP_WORDS = {"latency": "WAN latency", "d": "fixed time d", "module": "module stages",
+             "ports": "ports", "compute": "compute (no window to hide the sync)",
+             "range": "range", "failures": "failures (restarts and lost work)",
+             "stragglers": "straggler tail", "sites": "wait for the slowest site"}
+"""What caps a target that no bandwidth reaches (:data:`CAPS`), in words, for every output."""
 # the terms of a fragment sync (SYNC_COMPONENTS) grouped by the cap they name
 _GROUPS = {"latency": ("wan_latency",), "d": ("fixed",),
            "module": tuple(f"module_{s}" for s in STAGES), "ports": ("qsfp", "port")}

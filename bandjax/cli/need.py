@@ -13,9 +13,6 @@ from .args import check_once, load_scenario, methods_arg, scenario_arg, with_met
 
 DEFAULT_TARGETS = (0.5, 0.8, 0.9, 0.95, 0.99)  # as the report's table
 DEFAULT_RANGE_GBps = (0.1, 1000.0)
-# what caps a target no bandwidth reaches (bandjax.need.CAPS), in words
-CAP_WORDS = {"latency": "the WAN latency", "d": "the fixed time d", "module": "the module stages",
-             "ports": "the ports", "compute": "the compute (no window to hide the sync)"}
 
 
 def check_need_args(args) -> None:
@@ -40,7 +37,9 @@ def status_text(status: str, cap: str, lo: float, hi: float) -> str:
         return f"below the range (met at {lo:g} GB/s already)"
     if status == "above_range" or cap == "range":
         return f"above the range (more than {hi:g} GB/s)"
-    return f"not reachable at any bandwidth: capped by {CAP_WORDS.get(cap, cap)}"
+    from ..need import CAP_WORDS  # the jitted questions' module: imported once there is an answer
+
+    return f"not reachable at any bandwidth: capped by the {CAP_WORDS.get(cap, cap)}"
 
 
 def _cell(g: float, status: str, cap: str, hi: float) -> str:

@@ -25,7 +25,7 @@ import numpy as np
 
 from ...grid import sweep
 from ...links import differ
-from ...need import CAPS, STATUS_MEANINGS, required_bandwidth
+from ...need import CAP_WORDS, CAPS, STATUS_MEANINGS, required_bandwidth
 from ...scenario import Scenario
 from ...variants import METHODS, Variant
 from .. import constants as C
@@ -38,10 +38,6 @@ TITLE = "What bandwidth each method needs"
 TARGETS = (0.5, 0.8, 0.9, 0.95, 0.99)  # compute-utilisation targets of the table
 WORDS_AT = 0.9  # the target the conclusions speak of
 POINTS_PER_DECADE = 20  # the curves' grid
-# what caps a target no bandwidth in the range reaches (bandjax.need.CAPS), in words
-CAP_WORDS = {"latency": "WAN latency", "d": "fixed time d", "module": "module stages",
-             "ports": "ports", "compute": "compute (no window to hide the sync)",
-             "range": "range"}
 
 
 @dataclass(frozen=True)
