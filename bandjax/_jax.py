@@ -30,6 +30,12 @@ jax.tree_util.register_dataclass(Scenario, data_fields=list(LEAVES), meta_fields
 # against 30-35 s, the same loaded machine, runs alternated).
 CACHE_MIN_COMPILE_S = 0.0
 
+# The cache's bound. Setting one also makes JAX take a file lock around every read and write of
+# the folder: without it an entry is written in place, and a second process (two commands at
+# once, or the test suite's two workers) can read one half written and crash deserialising it.
+# A report keeps about 1.3 MB; the least recently used entries go past 2 GiB.
+CACHE_MAX_BYTES = 2 * 2**30
+
 
 def cache_settings(environ=None, configured_dir=None) -> dict:
     """The JAX options bandjax sets for its persistent compilation cache ({} when it sets none).
@@ -39,7 +45,9 @@ def cache_settings(environ=None, configured_dir=None) -> dict:
     is set when ``BANDJAX_NO_CACHE`` is 1, when a cache folder is already configured
     (``configured_dir``: ``JAX_COMPILATION_CACHE_DIR`` or ``jax.config``), or when no home folder
     is known. The least compile time worth keeping is set only if the user has not set
-    ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS``.
+    ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS``, and the cache's bound
+    (:data:`CACHE_MAX_BYTES`, which locks the folder while an entry is read or written) only if
+    the user has not set ``JAX_COMPILATION_CACHE_MAX_SIZE``.
     """
     env = os.environ if environ is None else environ
     path = None if configured_dir else cache_folder(env)
@@ -48,6 +56,8 @@ def cache_settings(environ=None, configured_dir=None) -> dict:
     out = {"jax_compilation_cache_dir": str(path)}
     if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in env:
         out["jax_persistent_cache_min_compile_time_secs"] = CACHE_MIN_COMPILE_S
+    if "JAX_COMPILATION_CACHE_MAX_SIZE" not in env:
+        out["jax_compilation_cache_max_size"] = CACHE_MAX_BYTES
     return out
 
 

@@ -20,6 +20,9 @@ if FIRST:
     os.environ["BANDJAX_TEST_SHARED"] = tempfile.mkdtemp(prefix="bandjax-test-")
     os.environ["JAX_COMPILATION_CACHE_DIR"] = os.path.join(os.environ["BANDJAX_TEST_SHARED"], "jax-cache")
     os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.2"
+    # a bound makes JAX lock the folder around each entry: the two workers (and subprocesses)
+    # share it, and an entry read while another process writes it crashed a worker
+    os.environ["JAX_COMPILATION_CACHE_MAX_SIZE"] = str(2 * 2**30)
     # bandjax's own cache (bandjax._jax) keeps out of the way of the one above; a subprocess
     # that drops JAX_COMPILATION_CACHE_DIR still writes here, never in the user's ~/.cache
     os.environ["XDG_CACHE_HOME"] = os.path.join(os.environ["BANDJAX_TEST_SHARED"], "xdg-cache")
@@ -34,6 +37,7 @@ jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
 jax.config.update("jax_persistent_cache_min_compile_time_secs",
                   float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]))
+jax.config.update("jax_compilation_cache_max_size", int(os.environ["JAX_COMPILATION_CACHE_MAX_SIZE"]))
 
 
 import pytest  # noqa: E402

@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_cache_goes_to_the_users_cache_folder(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     default = {"jax_compilation_cache_dir": str(tmp_path / "xdg" / "bandjax"),
-               "jax_persistent_cache_min_compile_time_secs": _jax.CACHE_MIN_COMPILE_S}
+               "jax_persistent_cache_min_compile_time_secs": _jax.CACHE_MIN_COMPILE_S,
+               "jax_compilation_cache_max_size": _jax.CACHE_MAX_BYTES}
     assert _jax.cache_settings({"XDG_CACHE_HOME": str(tmp_path / "xdg")}) == default
     # no XDG_CACHE_HOME, or a relative one (ignored, as the XDG spec says): ~/.cache
     home = str(tmp_path / "home" / ".cache" / "bandjax")
@@ -27,9 +28,27 @@ def test_cache_goes_to_the_users_cache_folder(tmp_path, monkeypatch):
         assert _jax.cache_settings(env)["jax_compilation_cache_dir"] == home, env
     moved = _jax.cache_settings({"BANDJAX_CACHE_DIR": str(tmp_path / "elsewhere")})
     assert moved["jax_compilation_cache_dir"] == str(tmp_path / "elsewhere")
-    # the user's least compile time is kept
+    # the user's least compile time and bound are kept
     assert "jax_persistent_cache_min_compile_time_secs" not in _jax.cache_settings(
         {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "2"})
+    assert "jax_compilation_cache_max_size" not in _jax.cache_settings(
+        {"JAX_COMPILATION_CACHE_MAX_SIZE": "-1"})
+
+
+def test_the_cache_locks_its_folder_around_each_entry(tmp_path):
+    """A new process with bandjax's settings writes its entries under JAX's file lock (the
+    bound turns it on), so a second process never reads an entry half written."""
+    code = ("import jax, jax.numpy as jnp, bandjax._jax\n"
+            "jax.jit(lambda x: jnp.sin(x) * 3)(jnp.arange(4.0)).block_until_ready()\n"
+            "print(jax.config.jax_compilation_cache_max_size)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION_CACHE")}
+    env.update(BANDJAX_CACHE_DIR=str(tmp_path / "c"), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=1800)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.split()[-1]) == _jax.CACHE_MAX_BYTES
+    assert (tmp_path / "c" / ".lockfile").exists()
+    assert list((tmp_path / "c").glob("*-cache")) and list((tmp_path / "c").glob("*-atime"))
 
 
 @pytest.mark.parametrize("off", ["1", "true", "yes", "YES"])
