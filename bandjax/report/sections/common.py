@@ -40,6 +40,7 @@ import numpy as np
 from ... import variants as _v
 from ...metrics import NEVER, NOT_MEASURED
 from ...scenario import BASES, Scenario
+from ...units import significant
 from .. import passes
 from ..constants import STATUS
 from ..passes import budget_options, enob_label, scenario_budget
@@ -536,8 +537,7 @@ def fmt_ms(x, digits: int = 4) -> str:
 
 def g3(x) -> str:
     """Three significant digits, thousands written out (1,000 rather than 1e+03)."""
-    x = float(x)
-    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
+    return significant(x, 3)
 
 
 def count(x) -> str:

@@ -1,0 +1,121 @@
+"""No number a reader sees carries more than 6 significant figures: results.md, the figures' text,
+the page's visible text (tests/test_explorer.py) and the scenario's error messages, on the
+reference report and on a scenario whose links differ. A reader's number goes through one
+formatter (bandjax.units.significant / describe); a float's repr is a defect."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+import bandjax as bj
+from bandjax import report
+from bandjax.scenario import ScenarioError, load
+from bandjax.units import describe, significant
+
+MOST = 6  # significant figures a reader is shown, at most
+
+# a decimal (1,612.854; 0.0665; 6.1e-05) or an exponent form (6e-05); not one part of a dotted
+# run (a version 5.20.1, an address)
+NUMBER = re.compile(r"(?<![\w.])(\d[\d,]*\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)(?![\w.]*\d)")
+
+
+def figures(number: str) -> int:
+    """Significant figures of a number as printed (leading zeros do not count, trailing do)."""
+    mantissa = re.split("[eE]", number)[0]
+    return len(mantissa.replace(",", "").replace(".", "").lstrip("0"))
+
+
+def long_floats(text: str) -> list[str]:
+    """Every number in ``text`` printed with more than :data:`MOST` significant figures."""
+    return [m.group(1) for m in NUMBER.finditer(text) if figures(m.group(1)) > MOST]
+
+
+def svg_text(svg: str) -> str:
+    """The text an SVG shows (its elements' text, not their coordinates)."""
+    return "\n".join(ET.fromstring(svg).itertext())
+
+
+def test_the_pattern_finds_reprs_and_passes_what_a_person_writes():
+    assert long_floats("took 7797.171553758004 ms") == ["7797.171553758004"]
+    assert long_floats("disagrees (6.147677702730031e-05 s).") == ["6.147677702730031e-05"]
+    assert long_floats("1,612.854 s and 1.2345678e9 B") == ["1,612.854", "1.2345678e9"]
+    assert figures("0.0006646") == 4 and figures("1.500") == 4 and figures("6.1e-05") == 2
+    # at most 6 figures, whole numbers, versions and names pass
+    assert long_floats("1,613 s; 0.925 s; 3.12 GB/s; 123.456 ms; 7,916,736 P; vega 5.20.1; "
+                       "E' at 1e-05; llama3-8b; 0.0614768 ms") == []
+
+
+def test_one_formatter_figures_and_units():
+    assert significant(7797.171553758004, 4) == "7,797" and significant(0.06646138, 4) == "0.06646"
+    assert significant(999.96, 3) == "1,000" and significant(float("inf")) == "inf"
+    assert describe(6.147677702730031e-05, "time") == "0.06148 ms"
+    assert describe(6.147677702730031e-08, "time") == "61.48 ns"  # an exponent in ms: ns
+    assert describe(1612.854, "time") == "1,613 s"  # five whole digits in ms: s
+    assert describe(3.125e9, "byte_rate") == "3.125 GB/s"
+
+
+def test_the_reference_report_prints_no_long_float(reference_report):
+    folder, _, md, _ = reference_report
+    assert long_floats(md) == []
+    svgs = sorted((folder / "figures").glob("*.svg"))
+    assert svgs
+    for path in svgs:
+        assert long_floats(svg_text(path.read_text())) == [], path.name
+    # a table cell is 4 significant figures (reference: core.markdown; the AdamW step, docs/model.md s12)
+    assert "| AdamW (adamw) | 4.075 |" in md
+
+
+GB = 1e9
+DCS = ("us-east", "eu-west", "ap-south")
+
+
+def three_dcs() -> bj.Scenario:
+    """A ring whose three links are 3.125, 3.125 and 20 GB/s (from row to column): two links
+    equally slow, latencies and a GPU compute time that are not round in ms."""
+    B = [[1, 3.125 * GB, 20 * GB], [20 * GB, 1, 3.125 * GB], [20 * GB, 20 * GB, 1]]
+    L = [[0, 0.0401, 0.07], [0.0401, 0, 0.09], [0.07, 0.09, 0]]
+    return bj.reference().with_links(B, latency=L, names=DCS).with_gpu("h100", utilisation=0.37)
+
+
+@pytest.fixture(scope="module")
+def three_dcs_report():
+    """(scenario, results, results.md) of the sections the links shape, alone (a few seconds)."""
+    sc = three_dcs()
+    results = report.build(sc, {"only": ["core", "cluster", "need", "headline"]})
+    return sc, results, report.markdown(results)
+
+
+def test_a_scenario_with_unequal_links_prints_no_long_float(three_dcs_report):
+    sc, _, md = three_dcs_report
+    assert long_floats(md) == []
+    # the GPU compute per step, c = 6 P T / (peak x utilisation), in ms to 4 figures
+    assert f"| GPU compute per step | {describe(float(sc.gpu_compute_s), 'time')} |" in md
+    assert describe(float(sc.gpu_compute_s), "time").endswith(" ms")
+
+
+@pytest.mark.parametrize("toml, words", [
+    # the GPU preset's compute per step, 6 P T / (peak x utilisation), computed: 6 figures
+    ('[model]\ngpu = "h100"\ngpu_compute = "1 ms"\n', "(0.0614768 ms)"),
+])
+def test_scenario_errors_print_no_long_float(tmp_path, toml, words):
+    path = tmp_path / "s.toml"
+    path.write_text(toml)
+    with pytest.raises(ScenarioError) as e:
+        load(path)
+    assert words in str(e.value) and long_floats(str(e.value)) == [], str(e.value)
+
+
+def test_computed_values_in_field_errors_are_rounded():
+    with pytest.raises(ScenarioError) as e:
+        bj.reference().replace(wan_latency_s=-1 / 3)
+    assert "'-333.333 ms'" in str(e.value) and long_floats(str(e.value)) == []
+    with pytest.raises(ScenarioError) as e:
+        bj.reference().replace(budget_low_FLOPs=2e11 / 3, budget_high_FLOPs=1e10 / 3)
+    assert "'66.6667 GFLOP/s'" in str(e.value) and long_floats(str(e.value)) == []
+    # a value as typed reads back as typed
+    with pytest.raises(ScenarioError) as e:
+        bj.reference().replace(wan_latency_s=-0.0227e-3)
+    assert "'-0.0227 ms'" in str(e.value)
