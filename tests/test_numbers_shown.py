@@ -96,6 +96,34 @@ def test_a_scenario_with_unequal_links_prints_no_long_float(three_dcs_report):
     assert describe(float(sc.gpu_compute_s), "time").endswith(" ms")
 
 
+def test_advice_never_asks_for_the_bandwidth_a_link_has(three_dcs_report):
+    """Two of the ring's links are 3.125 GB/s: raising one alone gains nothing, and no sentence
+    offers to raise it "up to" the 3.12 GB/s it has."""
+    _, _, md = three_dcs_report
+    assert "only up to 3.12 GB/s" not in md and "up to 3.12 GB/s" not in md
+    ring = next(line for line in md.splitlines() if line.startswith("Ring: the us-east to eu-west"))
+    assert ring.endswith("A faster us-east to eu-west link alone does not shorten the ring's WAN "
+                         "time: the eu-west to ap-south link is as slow (3.12 GB/s); raise both "
+                         "together."), ring
+
+
+def test_the_ring_upgrade_goes_up_to_the_next_slower_link_only():
+    from bandjax.report.sections.cluster import _ring_upgrade
+
+    def link(a, b, GBps):
+        return {"from": a, "to": b, "bandwidth_GBps": GBps, "latency_ms": 1.0, "ring": True}
+    slow, mid, fast = link("a", "b", 3.125), link("b", "c", 6.0), link("c", "a", 20.0)
+    assert _ring_upgrade(slow, [slow, mid, fast]) == (
+        " A faster a to b link shortens the ring's WAN time only up to 6 GB/s (48 Gbit/s), where "
+        "the b to c link paces instead.")
+    # 3.125 is written 3.12, as a pacing link at 3.1249 is: as slow, never "up to 3.12 GB/s"
+    slower, tie = link("a", "b", 3.1249), link("b", "c", 3.125)
+    assert _ring_upgrade(slower, [slower, tie, fast]) == (
+        " A faster a to b link alone does not shorten the ring's WAN time: the b to c link is as "
+        "slow (3.12 GB/s); raise both together.")
+    assert _ring_upgrade(mid, [slow, mid, fast]) == ""  # not the slowest: nothing to say
+
+
 @pytest.mark.parametrize("toml, words", [
     # the GPU preset's compute per step, 6 P T / (peak x utilisation), computed: 6 figures
     ('[model]\ngpu = "h100"\ngpu_compute = "1 ms"\n', "(0.0614768 ms)"),

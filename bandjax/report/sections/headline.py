@@ -307,10 +307,12 @@ def _pacing_line(p: dict, n) -> str:
     if nxt is None:
         return text + "."
     other = f"{nxt['link'][0]} to {nxt['link'][1]}"
-    if nxt["bandwidth_GBps"] <= p["bandwidth_GBps"] * (1 + 1e-9):
+    # as slow as written, too: "up to 3.12 GB/s" of a link at 3.12 GB/s asks for what is there
+    if (nxt["bandwidth_GBps"] <= p["bandwidth_GBps"] * (1 + 1e-9)
+            or g3(nxt["bandwidth_GBps"]) == g3(p["bandwidth_GBps"])):
         return (text + f", with the {other} link, which is as slow: the ring's WAN time falls "
                 "only when both are raised.")
-    return (text + f", up to {nxt['bandwidth_GBps']:.3g} GB/s ({8 * nxt['bandwidth_GBps']:.3g} "
+    return (text + f", up to {g3(nxt['bandwidth_GBps'])} GB/s ({g3(8 * nxt['bandwidth_GBps'])} "
             f"Gbit/s), where the {other} link paces instead.")
 
 
