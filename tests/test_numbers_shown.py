@@ -147,3 +147,123 @@ def test_computed_values_in_field_errors_are_rounded():
     with pytest.raises(ScenarioError) as e:
         bj.reference().replace(wan_latency_s=-0.0227e-3)
     assert "'-0.0227 ms'" in str(e.value)
+
+
+def test_coinciding_curves_are_found_from_the_numbers():
+    from bandjax.report.sections.common import coinciding, coinciding_note
+
+    rows = [{"short": s, "GBps": g, "cu": u} for s, us in
+            (("DiLoCo", (0.5, 0.9)), ("S-DiLoCo", (0.5, 0.9 * (1 + 1e-13))), ("E", (0.5, 0.91)))
+            for g, u in zip((1.0, 10.0), us)]
+    assert coinciding(rows, "GBps", "cu") == [["DiLoCo", "S-DiLoCo"]]
+    # apart by more than 1e-12 relative at one point: two curves
+    rows[3]["cu"] = 0.9 * (1 + 1e-9)
+    assert coinciding(rows, "GBps", "cu") == []
+    assert coinciding_note([["A", "B", "C"]], "bandwidth") == [
+        "A, B and C coincide (equal at every bandwidth drawn): one line shows all of them."]
+
+
+# ------------------------------------------------------------------------------ the page at 1,400 px
+
+WIDE = 1400  # px: a laptop's window
+
+
+@pytest.fixture(scope="module")
+def wide_pages(tmp_path_factory, reference_report, three_dcs_report):
+    """The page of the reference report (its own results) and of the three DCs', each open in
+    Chromium at 1,400 px: {name: (page, log, results)}."""
+    from test_explorer import CHROMIUM, CHROMIUM_ARGS, _open
+
+    from bandjax.report import explorer
+
+    if not __import__("os").path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is absent")
+    from playwright.sync_api import sync_playwright
+
+    out = tmp_path_factory.mktemp("wide")
+    _, ref_results, _, sweeps = reference_report
+    sc3, results3, _ = three_dcs_report
+    paths = {"reference": (explorer.write(out / "ref", bj.reference(), results=ref_results,
+                                          sweeps=sweeps), ref_results),
+             "three_dcs": (explorer.write(out / "three", sc3, results=results3), results3)}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield {name: (*_open(browser, path, width=WIDE), res)
+                   for name, (path, res) in paths.items()}
+        finally:
+            browser.close()
+
+
+@pytest.mark.slow  # two reports' pages in a browser
+@pytest.mark.parametrize("name", ["reference", "three_dcs"])
+def test_the_page_at_1400_px(wide_pages, name):
+    from bandjax.report.sections import need
+    from bandjax.report.sections.common import Results, coinciding, coinciding_note
+
+    page, log, results = wide_pages[name]
+    # no long float in the visible text or the charts' text
+    text = page.evaluate("() => document.body.innerText + '\\n' + [...document.querySelectorAll("
+                         "'svg text')].map(t => t.textContent).join('\\n')")
+    assert long_floats(text) == []
+    # the page does not scroll sideways; every table's cells lie inside its box, or the box
+    # scrolls and lies inside the window
+    assert page.evaluate("() => document.scrollingElement.scrollWidth") <= WIDE
+    tables = page.evaluate("""() => [...document.querySelectorAll('table.data')].map(t => {
+        const box = t.parentElement, b = box.getBoundingClientRect();
+        const right = Math.max(...[...t.querySelectorAll('th, td')].map(c => c.getBoundingClientRect().right));
+        return {id: t.closest('section').id, right, box: b.right, left: b.left,
+                scrolls: ['auto', 'scroll'].includes(getComputedStyle(box).overflowX)}; })""")
+    assert tables
+    for t in tables:
+        assert t["left"] >= 0 and t["box"] <= WIDE, t
+        assert t["right"] <= t["box"] + 1 or t["scrolls"], t
+    # the need table: every target's column and the scenario's are in the window, unscrolled
+    need_right = [t["right"] for t in tables if t["id"] == "need"]
+    assert need_right and max(need_right) <= WIDE, need_right
+    head = page.evaluate("() => [...document.querySelectorAll('#need table.data thead th')]"
+                         ".map(c => c.textContent)")
+    r = Results.of(results).need
+    assert head[4:] == [f"for {need.pct(u)}" for u in r.utilisation] + [
+        f"utilisation at {significant(r.wan_GBps, 3)} GB/s"]
+    # no legend label is cut short
+    cut = page.evaluate("""() => [...document.querySelectorAll('div.chart g.role-legend text')]
+        .map(t => t.textContent).filter(s => s.includes('\u2026'))""")
+    assert cut == []
+    # no chart is drawn against K with a single K; that K's numbers are in the tables
+    ks = page.evaluate("""() => Object.entries(SPECS).flatMap(([id, s]) => Object.values(s.datasets || {})
+        .filter(rows => Array.isArray(rows) && rows.length && 'K' in rows[0])
+        .map(rows => [id, new Set(rows.map(r => r.K)).size]))""")
+    assert all(n >= 2 for _, n in ks), ks
+    cl = Results.of(results).cluster
+    if len(cl.dcs) == 1:
+        assert ks == [] and page.locator("#cluster div.chart").count() == 0
+        be = page.evaluate("""() => { const h = [...document.querySelectorAll('#cluster h3')]
+            .find(h => h.textContent.startsWith('Break-evens at K'));
+            return h ? [h.textContent, [...h.nextElementSibling.querySelectorAll('tbody tr')]
+                .map(tr => [...tr.children].map(c => c.textContent))] : null; }""")
+        assert be is not None and be[0] == f"Break-evens at K = {cl.dcs[0]}"
+        shown = {(row[0], row[1], row[2]): row[3] for row in be[1]}
+        for e in cl.break_even_GBps:
+            for j, topo in enumerate(cl.topologies):
+                roots = e["GBps"][0][j]
+                key = next((k for k in shown if k[2] == topo and k[1] in (e["basis"], "both")
+                            and k[0].startswith(f"{_short(results, e['a'])} / ")), None)
+                if roots:
+                    assert key is not None and shown[key].startswith(
+                        f"{significant(roots[0], 3)} GB/s"), (e, topo, shown)
+    # curves that coincide are named under the chart, as the data drawn says
+    curves = page.evaluate("() => SPECS.need.datasets.curves")
+    want = coinciding_note(coinciding(curves, "GBps", "cu"), "bandwidth")
+    notes = page.evaluate("() => [...document.querySelectorAll('#need p.note')].map(p => p.textContent)")
+    assert notes == want
+    if name == "reference":  # DiLoCo and S-DiLoCo at overlap 0: the same utilisation throughout
+        u = r.compute_utilisation
+        assert u["diloco"] == u["streaming_diloco"]
+        assert any("DiLoCo and S-DiLoCo coincide" in n for n in notes), notes
+    assert log["errors"] == [] and log["requests"] == []
+
+
+def _short(results, vid):
+    return results["setup"]["variants"][vid]["short"] if vid in results["setup"]["variants"] \
+        else results["need"]["variants"][vid]["short"]

@@ -456,18 +456,39 @@ def cluster_view(sc: Scenario, results: Results | dict | None) -> View:
         view.assumptions.append(
             f"K = {cl.dcs[0]} comes from the links table; a break-even is the slowest link's "
             "bandwidth, every link scaled in proportion (docs/model.md section 15).")
+    if len(cl.dcs) == 1:
+        view.assumptions.append(f"One K ({cl.dcs[0]}): nothing is drawn against K; the tables "
+                                "give its winners and break-evens.")
     return view
 
 
 def extra_tables(view: View) -> list[tuple[str, dict]]:
-    """The links table and the pacing links, for links that differ (see :func:`links_table`)."""
+    """The break-evens at a single K (drawn against K, they would be one point each), then the
+    links table and the pacing links, for links that differ (see :func:`links_table`)."""
     d = view.data
+    out = []
+    if len(d.get("dcs", ())) == 1 and d.get("break_evens") is not None:
+        out.append((f"Break-evens at K = {d['dcs'][0]}", _single_k_break_evens(d)))
     if not d.get("links_differ"):
-        return []
+        return out
     cl = _from_view(d)
     names = {v: short_or(v) for v in next(iter(cl.pacing.values()))}
-    return [("The WAN's links", links_table(cl)),
-            ("The link that paces each variant", pacing_table(cl, names))]
+    return out + [("The WAN's links", links_table(cl)),
+                  ("The link that paces each variant", pacing_table(cl, names))]
+
+
+def _single_k_break_evens(d: dict) -> dict:
+    """The break-evens of the view's rows at its one K: a row per pair, basis and topology."""
+    cells: dict = {}
+    for r in d["break_evens"]:
+        key = (r["pair"], "both" if r["basis"] == ANY else r["basis"], r["topology"])
+        cells.setdefault(key, []).append(fmt_GBps(r["GBps"]))
+    return {"columns": ["pair (first / second)", "basis", "topology", "break-even"],
+            "rows": [[*key, "; ".join(v)] for key, v in cells.items()],
+            "nowrap": [0],
+            "caption": f"Break-evens of each compared pair in {g3(BANDWIDTH_RANGE_GBps[0])} to "
+                       f"{g3(BANDWIDTH_RANGE_GBps[1])} GB/s at the scenario's K; a pair not "
+                       "listed has none there."}
 
 
 def short_or(vid: str) -> str:
@@ -573,8 +594,8 @@ def cluster_charts(view: View, sc: Scenario, interactive: bool = False) -> dict:
     """On the page, one chart per topology and kind (they wrap on a narrow screen); as a figure,
     all four in one, on the hypothesis basis."""
     d = view.data
-    if not d.get("times"):
-        return {}
+    if not d.get("times") or len(d["dcs"]) < 2:
+        return {}  # against a single K each line would be one point: the tables hold it
     data = {"times": d["times"], "winners": d["winners"], "break_evens": d["break_evens"],
             "scenario": [{"GBps": _num(d["wan_GBps"]),
                           "label": f"scenario: {g3(d['wan_GBps'])} GB/s"}]}
