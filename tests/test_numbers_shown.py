@@ -267,3 +267,19 @@ def test_the_page_at_1400_px(wide_pages, name):
 def _short(results, vid):
     return results["setup"]["variants"][vid]["short"] if vid in results["setup"]["variants"] \
         else results["need"]["variants"][vid]["short"]
+
+
+def test_the_headline_says_an_answer_once(three_dcs_report):
+    """Over 40 to 90 ms links no variant reaches 90% or 95% compute utilisation: one sentence
+    for both targets, not the same sentence twice."""
+    from bandjax.report.sections import headline
+    from bandjax.report.sections.common import Results
+
+    _, results, md = three_dcs_report
+    lines = headline.lines(results)
+    h = Results.of(results).headline
+    assert h.need_targets == [0.9, 0.95]
+    assert all(x["status"] == ["not_reachable"] * 2 for x in h.utilisation.values())
+    need = [s for s in lines if s.startswith("WAN bandwidth per directed link")]
+    assert len(need) == 1 and "for 90% and 95% compute utilisation: not reachable" in need[0]
+    assert len(lines) == len(set(lines)) and all(f"- {s}" in md for s in lines)

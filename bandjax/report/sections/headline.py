@@ -269,6 +269,7 @@ def _utilisation_lines(h: Headline, n) -> list[str]:
     out = [f"Compute utilisation at {wan}{slowest}: " + "; ".join(
         f"{n(v)} {'not available' if x['at_wan'] is None else pct(x['at_wan'])}"
         for v, x in u.items()) + "."]
+    bodies: list[tuple[list[float], str]] = []  # targets with the same answer, said once
     for i, target in enumerate(h.need_targets or []):
         table = {"status": {v: x["status"] for v, x in u.items()},
                  "required_GBps": {v: x["required_GBps"] for v, x in u.items()},
@@ -281,8 +282,13 @@ def _utilisation_lines(h: Headline, n) -> list[str]:
                 capped.setdefault(CAP_WORDS.get(x["cap"][i], x["cap"][i]), []).append(n(v))
         shown += [f"not reachable at any bandwidth ({cap}): {', '.join(vs)}"
                   for cap, vs in capped.items()]
-        out.append(f"WAN bandwidth per directed link{slowest} for {pct(target)} compute "
-                   f"utilisation: " + "; ".join(shown) + ".")
+        body = "; ".join(shown)
+        if bodies and bodies[-1][1] == body:
+            bodies[-1][0].append(target)
+        else:
+            bodies.append(([target], body))
+    out += [f"WAN bandwidth per directed link{slowest} for {_and([pct(t) for t in targets])} "
+            f"compute utilisation: {body}." for targets, body in bodies]
     rounds = [f"{n(v)} (H = {x['sync_every']:g}" + (f", tau = {x['delay']}" if x["delay"] else "")
               + ")" for v, x in u.items() if x["sync_every"] > 1 or x["delay"] > 0]
     if rounds:
