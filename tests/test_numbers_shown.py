@@ -5,6 +5,7 @@ formatter (bandjax.units.significant / describe); a float's repr is a defect."""
 
 from __future__ import annotations
 
+import os
 import re
 import xml.etree.ElementTree as ET
 
@@ -176,7 +177,7 @@ def wide_pages(tmp_path_factory, reference_report, three_dcs_report):
 
     from bandjax.report import explorer
 
-    if not __import__("os").path.exists(CHROMIUM):
+    if not os.path.exists(CHROMIUM):
         pytest.skip(f"{CHROMIUM} is absent")
     from playwright.sync_api import sync_playwright
 
@@ -265,8 +266,7 @@ def test_the_page_at_1400_px(wide_pages, name):
 
 
 def _short(results, vid):
-    return results["setup"]["variants"][vid]["short"] if vid in results["setup"]["variants"] \
-        else results["need"]["variants"][vid]["short"]
+    return results["setup"]["variants"][vid]["short"]
 
 
 def test_the_headline_says_an_answer_once(three_dcs_report):
