@@ -14,7 +14,7 @@ import pytest
 import bandjax as bj
 from bandjax import report
 from bandjax.scenario import ScenarioError, load
-from bandjax.units import describe, significant
+from bandjax.units import describe, shown, significant
 
 MOST = 6  # significant figures a reader is shown, at most
 
@@ -56,6 +56,8 @@ def test_one_formatter_figures_and_units():
     assert describe(6.147677702730031e-08, "time") == "61.48 ns"  # an exponent in ms: ns
     assert describe(1612.854, "time") == "1,613 s"  # five whole digits in ms: s
     assert describe(3.125e9, "byte_rate") == "3.125 GB/s"
+    # a message shows a value as a file writes it, unless that takes more than 6 figures
+    assert shown(0.0227e-3, "time") == "0.0227 ms" and shown(1e14, "flop_rate") == "100 TFLOP/s"
 
 
 def test_the_reference_report_prints_no_long_float(reference_report):
