@@ -39,7 +39,7 @@ import numpy as np
 
 from . import variants as _variants
 from .parameters import FIXED_PREFIX
-from .units import SI, UNITS, ScenarioError, format_quantity, parse
+from .units import SI, UNITS, ScenarioError, format_quantity, parse, shown
 
 SECTION = "uncertain"
 STEPS_PREFIX = "steps."
@@ -66,7 +66,8 @@ def _require(ok, name, what, allowed):
 
 
 def _shown(name: str, value, fields: Fields | None = None):
-    """``value`` (SI) in the units of parameter ``name`` as a file writes it, else as it is."""
+    """``value`` (SI) in the units of parameter ``name`` for a message (:func:`.units.shown`),
+    else as it is."""
     if fields is None:
         return value
     try:
@@ -75,8 +76,8 @@ def _shown(name: str, value, fields: Fields | None = None):
     except (ScenarioError, KeyError):
         return value
     if isinstance(value, (list, tuple)):
-        return [format_quantity(v, dim) for v in value]
-    return format_quantity(value, dim)
+        return [shown(v, dim) for v in value]
+    return shown(value, dim)
 
 
 @dataclass(frozen=True)
@@ -435,16 +436,16 @@ def describe(name: str, dist, fields: Fields) -> str:
     """``wan_Bps ~ normal(12.5 GB/s, 1 GB/s)``: the parameter and its distribution, with units."""
     if isinstance(dist, MultiNormal):
         sd = np.sqrt(np.diag(np.asarray(dist.cov)))
-        parts = [f"{n} ~ {format_quantity(float(m), dimension(n, fields))} +- "
-                 f"{format_quantity(float(e), dimension(n, fields))}"
+        parts = [f"{n} ~ {shown(float(m), dimension(n, fields))} +- "
+                 f"{shown(float(e), dimension(n, fields))}"
                  for n, m, e in zip(dist.names, dist.mean, sd)]
         return f"{name}: correlated normal ({'; '.join(parts)})"
     kind = _KIND_OF[type(dist)]
     dims = KINDS[kind][1] or ("",) * len(dist.values)
-    shown = [format_quantity(v, d or dimension(name, fields)) for v, d in zip(dist.values, dims)]
+    values = [shown(v, d or dimension(name, fields)) for v, d in zip(dist.values, dims)]
     if name.startswith(STEPS_PREFIX):
-        shown = [f"{v:g} steps" for v in dist.values]
-    return f"{name} ~ {kind}({', '.join(str(s) for s in shown)})"
+        values = [f"{v:g} steps" for v in dist.values]
+    return f"{name} ~ {kind}({', '.join(str(s) for s in values)})"
 
 
 def check(uncertain: tuple, registry: tuple, fields: Fields) -> None:

@@ -28,7 +28,7 @@ from ._io import atomic_write_text
 from ._limits import MAX_LINK_DCS
 from .links import Links
 from .sites import Sites, _real, check_positive, check_workers
-from .units import ScenarioError, _digits, format_quantity, parse
+from .units import ScenarioError, _digits, format_quantity, parse, shown
 from .variants import NEVER, TOPOLOGIES, Rule, Variant
 
 if sys.version_info >= (3, 11):
@@ -240,7 +240,7 @@ def _shown(name: str, value: float):
     if dim in CHOICES:
         words = CHOICES[dim]
         return words[int(value)] if value in range(len(words)) else value
-    return format_quantity(value, dim)
+    return shown(value, dim)
 
 
 def choice_index(name: str, value):
@@ -800,7 +800,7 @@ def resolve_budget(scenario: Scenario, budget) -> float:
 def _time_text(value) -> str:
     """A time as typed for a message: in ms where it is a plain number of seconds."""
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return repr(format_quantity(float(value), "time"))
+        return repr(shown(float(value), "time"))
     return repr(value)
 
 
@@ -916,8 +916,8 @@ def _check_relations(sc: Scenario) -> None:
         check_methods(tied, H[0])
     pair = _concrete_floats(sc.budget_low_FLOPs, sc.budget_high_FLOPs)
     if pair is not None and not np.all(pair[0] <= pair[1]):
-        raise ScenarioError(f"[module] budget_low = {format_quantity(float(np.max(pair[0])), 'flop_rate')!r} "
-                            f"is above budget_high = {format_quantity(float(np.min(pair[1])), 'flop_rate')!r}: "
+        raise ScenarioError(f"[module] budget_low = {shown(float(np.max(pair[0])), 'flop_rate')!r} "
+                            f"is above budget_high = {shown(float(np.min(pair[1])), 'flop_rate')!r}: "
                             "budget_low must be <= budget_high")
     sizes = _concrete_floats(sc.params, sc.dense_bytes_per_param, sc.topk_bytes_per_value)
     if sizes is not None:
@@ -1406,7 +1406,7 @@ def from_toml_dict(data: dict) -> Scenario:
         derived = float(sc.replace(**changes).gpu_compute_s)
         if not math.isclose(derived, c, rel_tol=1e-9):
             raise ScenarioError(f"[model] gpu_compute = {format_quantity(c, 'time')!r} disagrees with "
-                                f"gpu_peak x utilisation ({format_quantity(derived, 'time')}); give one "
+                                f"gpu_peak x utilisation ({shown(derived, 'time')}); give one "
                                 "(c = flops_per_param_token x params x tokens_per_worker / (gpu_peak x utilisation))")
     links = data.get("links", {})
     if "names" in links and "pairs" not in links:

@@ -85,6 +85,51 @@ def parse(key: str, value, dimension: str) -> float:
     return si
 
 
+def significant(x: float, digits: int = 3) -> str:
+    """``x`` to ``digits`` significant figures as a person reads it: 0.0665, 3.12, 1,613 (whole
+    numbers at and above ``10**(digits - 1)`` are written out, with thousands separators, rather
+    than as 1.61e+03); inf, -inf and nan as those words."""
+    x = float(x)
+    if not math.isfinite(x):
+        return repr(x)
+    if abs(x) >= 10 ** (digits - 1):
+        return f"{x:,.0f}"
+    return f"{x:.{digits}g}"
+
+
+def describe(value: float, dimension: str, digits: int = 4) -> str:
+    """A value in SI as a reader sees it: ``digits`` significant figures in the dimension's file
+    unit (``"66.46 ms"``), or, where that would take an exponent, in the decimal unit of the
+    dimension that keeps it at or above 1, smallest number first (``"66.46 us"`` rather than
+    ``"6.646e-05 ms"``, ``"1,613 s"`` rather than ``"1,612,854 ms"``).
+    For files use :func:`format_quantity`, which round-trips exactly."""
+    value = float(value)
+    if dimension == "count":
+        return significant(value, digits)
+    units = UNITS[dimension]
+    unit, factor = next(iter(units.items()))
+    text = significant(value / factor, digits)
+    # the file's unit, unless the number would take an exponent or five whole digits there
+    if ("e" in text or abs(value / factor) >= 1e4) and value != 0 and math.isfinite(value):
+        decimal = [(u, f) for u, f in units.items() if math.log10(f).is_integer()]
+        fitting = [(u, f) for u, f in decimal if f <= abs(value)]
+        unit, factor = (max(fitting, key=lambda uf: uf[1]) if fitting
+                        else min(decimal, key=lambda uf: uf[1]))
+        text = significant(value / factor, digits)
+    return f"{text} {unit}"
+
+
+def shown(value: float, dimension: str) -> str | float | int:
+    """A value for a message: as a file writes it (:func:`format_quantity`) where that takes at
+    most 6 significant figures, so a value as typed reads back as typed; a computed value with
+    more, to 6 (:func:`describe`)."""
+    text = format_quantity(value, dimension)
+    number = str(text).split(" ", 1)[0]
+    if len(number.split("e")[0].replace("-", "").replace(".", "").lstrip("0")) <= 6:
+        return text
+    return describe(value, dimension, 6)
+
+
 def format_quantity(value: float, dimension: str) -> str | float | int:
     """The inverse of :func:`parse` in the dimension's first unit (what files are written in)."""
     if dimension == "count":

@@ -14,6 +14,7 @@ import bandjax as bj
 from bandjax import report
 from bandjax.report import explorer, passes
 from bandjax.report.sections import cluster, common
+from bandjax.units import significant
 
 SCHEMA = json.loads(resources.files("bandjax.report").joinpath("results.schema.json").read_text())
 
@@ -63,7 +64,8 @@ def test_markdown_and_page_agree(reference_report):
             for vid, t in r["time_to_target_s"][basis].items():
                 if t is None:
                     continue
-                assert f"{t:,.3f}" in md  # results.md: 3 decimals (reference: core.markdown)
+                # results.md: 4 significant figures (reference: core.markdown)
+                assert f"| {significant(t, 4)} |" in md
                 shown = f"{t:.3g} s" if t < 1000 else f"{t:,.0f} s"
                 assert shown in page, (preset, basis, vid, shown)
     # the headline is the same sentences on both

@@ -181,7 +181,7 @@ def test_a_skewed_monte_carlo_is_flagged_and_shown_first():
     ({"warp": U.Normal(1.0, 0.1)}, 10, r"'warp' is not a parameter; allowed: a numeric scenario field"),
     ({"steps.X": U.Normal(1.0, 0.1)}, 10, r"steps.X: variant 'X' is not known; allowed: adamw"),
     ({"steps.E'": U.Normal(1.0, 0.1)}, 10, r"band_switch has no steps of its own"),
-    ({"gpu": U.Seeds([1e14])}, 10, r"\[uncertain\] gpu: values = \['100000.0 GFLOP/s'\]; must be at least two"),
+    ({"gpu": U.Seeds([1e14])}, 10, r"\[uncertain\] gpu: values = \['100 TFLOP/s'\]; must be at least two"),
     ({"gpu": U.Normal(1e14, -1.0)}, 10, r"sd = '-1e-09 GFLOP/s'; must be a finite number >= 0"),
     ({"wan": U.Normal(-1e9, 1e8)}, 10, r"\[links\] wan = '-1.0 GB/s': must be > 0 GB/s"),
     ({"gpu": 3.0}, 10, r"expected Normal, LogNormal, Uniform, Seeds or a Calibration"),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import html
 import json
+import re
 from pathlib import Path
 
 from .. import links as _links
@@ -69,12 +70,22 @@ def _declared(spec: dict) -> list[str]:
     return [n for n in SIGNALS if n in names]
 
 
+_PHRASE = re.compile(r"(?<=,) | (?=\()|(?<=:) ")  # after a comma or colon, before a parenthesis
+
+
 def _table(t: dict | None) -> str:
     if not t:
         return ""
     nowrap = set(t.get("nowrap", ()))  # columns whose cells stay on one line (a value and its unit)
+    # columns whose cells wrap between phrases only ("3.17 GB/s" | "(25.4 Gbit/s)," | "below the
+    # range"), so a wide table fits its box without a value parted from its unit
+    phrases = set(t.get("phrases", ()))
 
     def td(j, c):
+        if j in phrases:
+            parts = _PHRASE.split(str(c))
+            inner = " ".join(f'<span class="nowrap">{html.escape(p)}</span>' for p in parts)
+            return f"<td>{inner}</td>"
         return f'<td{" class=nowrap" if j in nowrap else ""}>{html.escape(str(c))}</td>'
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in t["columns"])
     body = "".join("<tr>" + "".join(td(j, c) for j, c in enumerate(row)) + "</tr>" for row in t["rows"])
@@ -201,8 +212,9 @@ table.data th:first-child { text-align:left; }
 table.data caption { caption-side:bottom; text-align:left; color:var(--muted); font-size:12.5px;
                      padding-top:4px; }
 p.conclusion { margin:8px 0; }
+p.note { margin:4px 0 8px; color:var(--muted); font-size:13.5px; }
 .table-box { overflow-x:auto; max-width:100%; }
-td.nowrap { white-space:nowrap; }
+td.nowrap, span.nowrap { white-space:nowrap; }
 p.missing { margin:8px 0; padding:6px 10px; background:#fff6e0; border-left:3px solid #e0a800; }
 .assumptions { color:var(--muted); font-size:13px; margin-top:8px; }
 .assumptions ul { margin:2px 0 0; padding-left:20px; }
@@ -339,6 +351,7 @@ def _section_html(n: int, view: _views.View, module, charts: dict, specs: dict,
     if getattr(module, "CHART_GRID", False) and divs:  # side by side where the window is wide enough
         divs = [f'<div class="chart-grid">{"".join(divs)}</div>']
     body += divs
+    body += [f'<p class="note">{html.escape(n)}</p>' for n in view.notes]
     body.append(extra.get("after_charts", ""))
     body.append(_table(view.table))
     for heading, t in module.extra_tables(view) if hasattr(module, "extra_tables") else ():

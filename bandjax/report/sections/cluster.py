@@ -27,7 +27,7 @@ from .. import passes
 from .. import constants as C
 from ..constants import BANDWIDTH_RANGE_GBps
 from .breakeven import compared_pairs
-from .common import (ANY, HEIGHT, PADDING_PX, WIDTH, Results, Section, View, _basis_filter,
+from .common import (ANY, HEIGHT, PADDING_PX, WIDTH, Results, Section, View, _and, _basis_filter,
                      _conclude_by_basis, _finish, _label_expr, _num, _params, _sel, _variant_color,
                      close_ahead, fmt_GBps, fmt_s, g3, setting_text, short, start_ahead,
                      take_ahead, variant_colors)
@@ -148,6 +148,31 @@ def _fmt_link(row: dict) -> str:
             f"{row['latency_ms']:.3g} ms")
 
 
+def _ring_upgrade(slowest: dict, ring: list[dict]) -> str:
+    """How far raising the ring's slowest link shortens its WAN time: up to the next slower link
+    (the first one faster than it as written, 3 significant figures), or not at all alone where
+    other links are as slow, so the advice never asks for the bandwidth the link already has."""
+    if len(ring) < 2 or min(r["bandwidth_GBps"] for r in ring) < slowest["bandwidth_GBps"]:
+        return ""
+    name = _link_name((slowest["from"], slowest["to"]))
+    at = g3(slowest["bandwidth_GBps"])
+    as_slow = [r for r in ring if r is not slowest and g3(r["bandwidth_GBps"]) == at]
+    faster = sorted((r for r in ring if g3(r["bandwidth_GBps"]) != at),
+                    key=lambda r: r["bandwidth_GBps"])
+    if as_slow:
+        others = _and([_link_name((r["from"], r["to"])) for r in as_slow])
+        verb = "is" if len(as_slow) == 1 else "are"
+        return (f" A faster {name} link alone does not shorten the ring's WAN time: the {others} "
+                f"link{'s' if len(as_slow) > 1 else ''} {verb} as slow ({at} GB/s); raise "
+                f"{'both' if len(as_slow) == 1 else 'them all'} together.")
+    if not faster:
+        return ""
+    nxt = faster[0]
+    return (f" A faster {name} link shortens the ring's WAN time only up to "
+            f"{g3(nxt['bandwidth_GBps'])} GB/s ({g3(8 * nxt['bandwidth_GBps'])} Gbit/s), where the "
+            f"{nxt['from']} to {nxt['to']} link paces instead.")
+
+
 def links_words(sc: Scenario, cl: Cluster) -> list[str]:
     """With links that differ: per topology, which link paces how many variants, and on a ring how
     far that link can be raised before the next slowest link paces instead."""
@@ -168,12 +193,7 @@ def links_words(sc: Scenario, cl: Cluster) -> list[str]:
         others = [f"{_link_name(p)} {k}" for p, k in counts.items() if p != top]
         text += (f" (others: {', '.join(others)})." if others else ".")
         if topo == "ring":
-            ring = sorted((r for r in cl.links if r["ring"]), key=lambda r: r["bandwidth_GBps"])
-            if len(ring) > 1 and (ring[0]["from"], ring[0]["to"]) == top:
-                nxt = ring[1]
-                text += (f" A faster {_link_name(top)} link shortens the ring's WAN time only up "
-                         f"to {nxt['bandwidth_GBps']:.3g} GB/s ({8 * nxt['bandwidth_GBps']:.3g} "
-                         f"Gbit/s), where the {nxt['from']} to {nxt['to']} link paces instead.")
+            text += _ring_upgrade(rows[top], [r for r in cl.links if r["ring"]])
         words.append(text)
     return words
 
@@ -436,18 +456,39 @@ def cluster_view(sc: Scenario, results: Results | dict | None) -> View:
         view.assumptions.append(
             f"K = {cl.dcs[0]} comes from the links table; a break-even is the slowest link's "
             "bandwidth, every link scaled in proportion (docs/model.md section 15).")
+    if len(cl.dcs) == 1:
+        view.assumptions.append(f"One K ({cl.dcs[0]}): nothing is drawn against K; the tables "
+                                "give its winners and break-evens.")
     return view
 
 
 def extra_tables(view: View) -> list[tuple[str, dict]]:
-    """The links table and the pacing links, for links that differ (see :func:`links_table`)."""
+    """The break-evens at a single K (drawn against K, they would be one point each), then the
+    links table and the pacing links, for links that differ (see :func:`links_table`)."""
     d = view.data
+    out = []
+    if len(d.get("dcs", ())) == 1 and d.get("break_evens") is not None:
+        out.append((f"Break-evens at K = {d['dcs'][0]}", _single_k_break_evens(d)))
     if not d.get("links_differ"):
-        return []
+        return out
     cl = _from_view(d)
     names = {v: short_or(v) for v in next(iter(cl.pacing.values()))}
-    return [("The WAN's links", links_table(cl)),
-            ("The link that paces each variant", pacing_table(cl, names))]
+    return out + [("The WAN's links", links_table(cl)),
+                  ("The link that paces each variant", pacing_table(cl, names))]
+
+
+def _single_k_break_evens(d: dict) -> dict:
+    """The break-evens of the view's rows at its one K: a row per pair, basis and topology."""
+    cells: dict = {}
+    for r in d["break_evens"]:
+        key = (r["pair"], "both" if r["basis"] == ANY else r["basis"], r["topology"])
+        cells.setdefault(key, []).append(fmt_GBps(r["GBps"]))
+    return {"columns": ["pair (first / second)", "basis", "topology", "break-even"],
+            "rows": [[*key, "; ".join(v)] for key, v in cells.items()],
+            "nowrap": [0],
+            "caption": f"Break-evens of each compared pair in {g3(BANDWIDTH_RANGE_GBps[0])} to "
+                       f"{g3(BANDWIDTH_RANGE_GBps[1])} GB/s at the scenario's K; a pair not "
+                       "listed has none there."}
 
 
 def short_or(vid: str) -> str:
@@ -553,8 +594,8 @@ def cluster_charts(view: View, sc: Scenario, interactive: bool = False) -> dict:
     """On the page, one chart per topology and kind (they wrap on a narrow screen); as a figure,
     all four in one, on the hypothesis basis."""
     d = view.data
-    if not d.get("times"):
-        return {}
+    if not d.get("times") or len(d["dcs"]) < 2:
+        return {}  # against a single K each line would be one point: the tables hold it
     data = {"times": d["times"], "winners": d["winners"], "break_evens": d["break_evens"],
             "scenario": [{"GBps": _num(d["wan_GBps"]),
                           "label": f"scenario: {g3(d['wan_GBps'])} GB/s"}]}

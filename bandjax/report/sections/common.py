@@ -40,6 +40,7 @@ import numpy as np
 from ... import variants as _v
 from ...metrics import NEVER, NOT_MEASURED
 from ...scenario import BASES, Scenario
+from ...units import significant
 from .. import passes
 from ..constants import STATUS
 from ..passes import budget_options, enob_label, scenario_budget
@@ -437,6 +438,34 @@ class View:
         self.missing.append(f"{what}: not available yet (results key {key}).")
     assumptions: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # under the charts: what a chart hides
+
+
+def coinciding(rows: list[dict], x: str, y: str, by: str = "short",
+               rel: float = 1e-12) -> list[list[str]]:
+    """Groups of ``by`` (variants, in the rows' order) whose curves ``y`` against ``x`` coincide:
+    the same ``x`` values and ``y`` equal within ``rel`` (relative) at every one, so one line
+    is drawn over the others. Groups of two or more only."""
+    curves: dict = {}
+    for r in rows:
+        curves.setdefault(r[by], {})[r[x]] = r[y]
+    groups: list[list[str]] = []
+    for name, c in curves.items():
+        for g in groups:
+            other = curves[g[0]]
+            if other.keys() == c.keys() and all(
+                    abs(c[k] - other[k]) <= rel * max(abs(c[k]), abs(other[k])) for k in c):
+                g.append(name)
+                break
+        else:
+            groups.append([name])
+    return [g for g in groups if len(g) > 1]
+
+
+def coinciding_note(groups: list[list[str]], along: str) -> list[str]:
+    """A sentence per group of :func:`coinciding`: which curves one line shows."""
+    return [f"{_and(g)} coincide (equal at every {along} drawn): one line shows "
+            f"{'both' if len(g) == 2 else 'all of them'}." for g in groups]
 
 
 def baseline() -> str:
@@ -536,8 +565,7 @@ def fmt_ms(x, digits: int = 4) -> str:
 
 def g3(x) -> str:
     """Three significant digits, thousands written out (1,000 rather than 1e+03)."""
-    x = float(x)
-    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
+    return significant(x, 3)
 
 
 def count(x) -> str:

@@ -14,6 +14,7 @@ from ...step import COMPONENT_LABELS, COMPONENTS, STAGES, budget_break_even_FLOP
 from .. import passes
 from ..constants import BUDGETS, ENERGY_PARTS, STATUS
 from . import frame
+from ...units import describe, parse, significant
 from .common import Results, Section, list_lengths
 
 
@@ -191,7 +192,11 @@ def _float(x):
     return None if math.isnan(x) else x
 
 
-def _num(x, digits=3) -> str:
+TABLE_DIGITS = 4  # significant figures of results.md's tables
+
+
+def _num(x, digits=TABLE_DIGITS) -> str:
+    """A table's number to ``digits`` significant figures (0: a whole count, written out)."""
     if x is None:
         return "n/a"
     if isinstance(x, str):
@@ -200,7 +205,12 @@ def _num(x, digits=3) -> str:
         return "n/a"
     if x == 0:
         return "0"
-    return f"{x:,.{digits}f}"
+    return f"{x:,.0f}" if digits == 0 else significant(x, digits)
+
+
+def _quantity(text: str, dimension: str) -> str:
+    """A scenario value as the file writes it (exact, any number of digits) as a reader sees it."""
+    return describe(parse("", text, dimension), dimension, TABLE_DIGITS)
 
 
 def _pct(x) -> str:
@@ -244,10 +254,10 @@ def markdown(results: Results | dict) -> str:
         _table(["parameter", "value"], [
             ["parameters P", f"{sc['model']['params']:,}"],
             ["cluster", f"{s['dcs']} DCs x {s['workers_per_dc']} workers (N = {s['workers']})"],
-            ["worker port", sc["links"]["worker_port"]],
-            ["pluggable module port", sc["links"]["qsfp_port"]],
+            ["worker port", _quantity(sc["links"]["worker_port"], "byte_rate")],
+            ["pluggable module port", _quantity(sc["links"]["qsfp_port"], "byte_rate")],
             ["WAN (per direction)", f"{s['wan_GBps']:g} GB/s = {s['wan_Gbps']:g} Gb/s"],
-            ["GPU compute per step", sc["model"]["gpu_compute"]],
+            ["GPU compute per step", _quantity(sc["model"]["gpu_compute"], "time")],
             ["ENOB (in-transit band bits)", str(sc["band"]["enob"])],
             ["module optics / FPGA", f"{sc['module']['optics']} / {sc['module']['fpga']}"],
         ]),
@@ -290,7 +300,7 @@ def markdown(results: Results | dict) -> str:
     ]
     fastest = {b: min((t, v) for v, t in r.time_to_target_s[b].items() if t is not None) for b in BASES}
     out += ["", "Fastest to target at this WAN: " + "; ".join(
-        f"{b} basis: {_name(r, fastest[b][1])} at {fastest[b][0]:.3f} s" for b in BASES) + "."]
+        f"{b} basis: {_name(r, fastest[b][1])} at {_num(fastest[b][0])} s" for b in BASES) + "."]
 
     be = r.by_enob
     out += ["", "### By ENOB", "",

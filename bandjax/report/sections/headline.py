@@ -269,6 +269,7 @@ def _utilisation_lines(h: Headline, n) -> list[str]:
     out = [f"Compute utilisation at {wan}{slowest}: " + "; ".join(
         f"{n(v)} {'not available' if x['at_wan'] is None else pct(x['at_wan'])}"
         for v, x in u.items()) + "."]
+    bodies: list[tuple[list[float], str]] = []  # targets with the same answer, said once
     for i, target in enumerate(h.need_targets or []):
         table = {"status": {v: x["status"] for v, x in u.items()},
                  "required_GBps": {v: x["required_GBps"] for v, x in u.items()},
@@ -281,8 +282,13 @@ def _utilisation_lines(h: Headline, n) -> list[str]:
                 capped.setdefault(CAP_WORDS.get(x["cap"][i], x["cap"][i]), []).append(n(v))
         shown += [f"not reachable at any bandwidth ({cap}): {', '.join(vs)}"
                   for cap, vs in capped.items()]
-        out.append(f"WAN bandwidth per directed link{slowest} for {pct(target)} compute "
-                   f"utilisation: " + "; ".join(shown) + ".")
+        body = "; ".join(shown)
+        if bodies and bodies[-1][1] == body:
+            bodies[-1][0].append(target)
+        else:
+            bodies.append(([target], body))
+    out += [f"WAN bandwidth per directed link{slowest} for {_and([pct(t) for t in targets])} "
+            f"compute utilisation: {body}." for targets, body in bodies]
     rounds = [f"{n(v)} (H = {x['sync_every']:g}" + (f", tau = {x['delay']}" if x["delay"] else "")
               + ")" for v, x in u.items() if x["sync_every"] > 1 or x["delay"] > 0]
     if rounds:
@@ -307,10 +313,12 @@ def _pacing_line(p: dict, n) -> str:
     if nxt is None:
         return text + "."
     other = f"{nxt['link'][0]} to {nxt['link'][1]}"
-    if nxt["bandwidth_GBps"] <= p["bandwidth_GBps"] * (1 + 1e-9):
+    # as slow as written, too: "up to 3.12 GB/s" of a link at 3.12 GB/s asks for what is there
+    if (nxt["bandwidth_GBps"] <= p["bandwidth_GBps"] * (1 + 1e-9)
+            or g3(nxt["bandwidth_GBps"]) == g3(p["bandwidth_GBps"])):
         return (text + f", with the {other} link, which is as slow: the ring's WAN time falls "
                 "only when both are raised.")
-    return (text + f", up to {nxt['bandwidth_GBps']:.3g} GB/s ({8 * nxt['bandwidth_GBps']:.3g} "
+    return (text + f", up to {g3(nxt['bandwidth_GBps'])} GB/s ({g3(8 * nxt['bandwidth_GBps'])} "
             f"Gbit/s), where the {other} link paces instead.")
 
 

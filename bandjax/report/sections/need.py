@@ -31,7 +31,8 @@ from ...variants import METHODS, Variant
 from .. import constants as C
 from ..passes import budget_options, enob_label, scenario_budget
 from .common import (HEIGHT, WIDTH, Results, Section, View, _and, _finish, _num, close_ahead,
-                     g3, legend_name, list_lengths, start_ahead, take_ahead, variant_colors)
+                     coinciding, coinciding_note, g3, legend_name, list_lengths, start_ahead,
+                     take_ahead, variant_colors)
 
 KEY = "need"
 TITLE = "What bandwidth each method needs"
@@ -312,8 +313,10 @@ def need_view(sc: Scenario, results: Results | dict | None) -> View:
         "target": [{"cu": WORDS_AT, "label": f"{pct(WORDS_AT)} target"}],
         "range_GBps": list(r.range_GBps),
     }
+    # a curve drawn under another's says so (DiLoCo and S-DiLoCo at overlap 0)
+    view.notes = coinciding_note(coinciding(view.data["curves"], "GBps", "cu"), "bandwidth")
     cols, rows = _table(r)
-    view.table = {"columns": cols, "rows": rows, "nowrap": [0, *range(4, len(cols))],
+    view.table = {"columns": cols, "rows": rows, "nowrap": [0], "phrases": list(range(4, len(cols))),
                   "caption": "WAN bandwidth per directed link each variant needs for each compute-"
                              "utilisation target, GB/s (Gbit/s); the last column is the "
                              "utilisation at the scenario's bandwidth."}
@@ -331,7 +334,7 @@ def need_chart(view: View, sc: Scenario, interactive: bool = False):
     legend = {v.short: legend_name(v) for v in reg}
     color = alt.Color("short:N", title="variant", scale=alt.Scale(
         domain=list(colors), range=list(colors.values())), legend=alt.Legend(
-        labelExpr=f"{json.dumps(legend)}[datum.label] || datum.label", labelLimit=360))
+        labelExpr=f"{json.dumps(legend)}[datum.label] || datum.label", labelLimit=0))
     x = alt.X("GBps:Q", title="WAN bandwidth per directed link (GB/s, log)",
               scale=alt.Scale(type="log", domain=d["range_GBps"], nice=False),
               axis=alt.Axis(format="~g", grid=True))
