@@ -87,13 +87,13 @@ def budget_break_even_FLOPs(sc: Scenario):
     return sc.transform_flops_per_param * sc.optics_Sps
 
 
-def _link_rel(sc: Scenario, pairs) -> tuple[np.ndarray, np.ndarray]:
-    """Relative bandwidths and latencies of the links ``pairs`` (static NumPy constants; ones
-    for equal links)."""
+def _link_rel(sc: Scenario, pairs) -> tuple:
+    """Relative bandwidths and latencies of the links ``pairs``, shape (..., link): the table's
+    (leaves under jit, :func:`bandjax.links.pair_values`), ones for equal links."""
     if sc.links is None:
         return np.ones(len(pairs)), np.ones(len(pairs))
-    i, j = np.array(pairs).T
-    return sc.links.bandwidth_rel[i, j], sc.links.latency_rel[i, j]
+    return (_links.pair_values(sc.links.bandwidth_rel, pairs),
+            _links.pair_values(sc.links.latency_rel, pairs))
 
 
 def _dcs(sc: Scenario) -> int:
@@ -125,7 +125,7 @@ def _mesh_times_s(sc: Scenario, t: _v.Traffic):
     """Each mesh link's bytes / B_ij and hops x l_ij, shape (..., variant, link), links in
     :func:`bandjax.links.mesh_pairs` order."""
     pairs = _links.mesh_pairs(_dcs(sc))
-    rb, rl = _link_rel(sc, pairs)
+    rb, rl = (r[..., None, :] for r in _link_rel(sc, pairs))  # (..., variant, link)
     wan = link_bytes_B(sc, t, pairs) / (col(sc.wan_Bps)[..., None] * rb)
     lat = t.hops[..., None] * col(sc.wan_latency_s)[..., None] * rl
     return wan, lat
@@ -139,10 +139,12 @@ def _ring_times_s(sc: Scenario, t: _v.Traffic):
     pairs = _links.ring_pairs(K)
     rb, rl = _link_rel(sc, pairs)
     if _sites.differ(sc):
-        ring_wan = jnp.max(link_bytes_B(sc, t, pairs) / (col(sc.wan_Bps)[..., None] * rb), axis=-1)
+        ring_wan = jnp.max(link_bytes_B(sc, t, pairs) / (col(sc.wan_Bps)[..., None]
+                                                         * rb[..., None, :]), axis=-1)
     else:
-        ring_wan = t.wan_B / (col(sc.wan_Bps) * np.min(rb))
-    ring_lat = t.hops * col(sc.wan_latency_s) * (np.sum(rl) / K)  # exactly hops x l for equal links
+        ring_wan = t.wan_B / (col(sc.wan_Bps) * col(jnp.min(rb, axis=-1)))
+    # exactly hops x l for equal links
+    ring_lat = t.hops * col(sc.wan_latency_s) * col(jnp.sum(rl, axis=-1) / K)
     return ring_wan, ring_lat
 
 
@@ -218,11 +220,11 @@ def pacing_link_index(sc: Scenario):
     pairs = _links.mesh_pairs(K)
     ring_pairs = _links.ring_pairs(K)
     rb, _ = _link_rel(sc, ring_pairs)
+    at = jnp.asarray(np.array([pairs.index(p) for p in ring_pairs]))
     if _sites.differ(sc):  # the ring link whose own bytes / B_ij is largest
-        at = np.array([pairs.index(p) for p in ring_pairs])
-        ring = jnp.asarray(at)[jnp.argmax(link_bytes_B(sc, t, ring_pairs) / rb, axis=-1)]
+        ring = at[jnp.argmax(link_bytes_B(sc, t, ring_pairs) / rb[..., None, :], axis=-1)]
     else:
-        ring = pairs.index(ring_pairs[int(np.argmin(rb))])
+        ring = col(at[jnp.argmin(rb, axis=-1)])
     wan, lat = jnp.broadcast_arrays(*_mesh_times_s(sc, t))
     mesh = jnp.argmax(_fragment_time_s(wan, lat, sync_method(sc).fragments), axis=-1)
     return jnp.where(col(sc.topology) == 1, mesh, ring)

@@ -29,7 +29,7 @@ import bandjax
 from . import common
 
 K = 6
-UTILISATION = [0.5, 0.9]
+UTILISATION = [0.1, 0.3]
 
 
 def tables(n: int, seed: int = 0):
@@ -38,7 +38,7 @@ def tables(n: int, seed: int = 0):
     rng = np.random.default_rng(seed)
     base_B = rng.uniform(5e9, 50e9, (K, K))
     base_B = (base_B + base_B.T) / 2
-    base_l = rng.uniform(1e-3, 20e-3, (K, K))
+    base_l = rng.uniform(1e-6, 50e-6, (K, K))
     base_l = (base_l + base_l.T) / 2
     out = []
     for t in range(n):
