@@ -9,8 +9,8 @@ nothing.
 
 Under jit a table is static (its values constants of the program), or data where the scenario
 holds it as :class:`DataLinks` (:func:`as_data`): its two tables leaves, its names static, so a
-new table of the same K runs the program the first one compiled. Read a table inside traced code
-with :func:`pair_values` (shape (K, K) first, any axes a tree map appended after it).
+new table of the same K runs the program the first one compiled. Traced code reads a table as
+(K, K) first, then any axes a tree map appended after it (:func:`bandjax.step.link_values`).
 
 Links in use: a ring uses i -> i+1 (mod K) in the order the DCs are listed (K links); a mesh every
 i -> j, i != j (K(K-1) links, row by row). At K = 2 both are the study's two directions.
@@ -18,6 +18,7 @@ i -> j, i != j (K(K-1) links, row by row). At K = 2 both are the study's two dir
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -302,8 +303,6 @@ class DataLinks(Links):
 def as_data(sc):
     """``sc`` with its links table held as data under jit (:class:`DataLinks`); ``sc`` itself
     where it has none or already holds one."""
-    import dataclasses
-
     links = sc.links
     if links is None or isinstance(links, DataLinks):
         return sc
@@ -323,16 +322,6 @@ def unflatten(names: tuple[str, ...], tables) -> DataLinks:
     object.__setattr__(out, "bandwidth_rel", tables[0])
     object.__setattr__(out, "latency_rel", tables[1])
     return out
-
-
-def pair_values(table, pairs):
-    """The entries of a (K, K, ...) table at the index pairs ``pairs`` (static), the pairs on the
-    last axis: shape (..., len(pairs)). A table that a tree map gave more axes after its (K, K)
-    (as :func:`bandjax.need._goodput_at` does to every leaf) keeps them in front."""
-    import jax.numpy as jnp
-
-    i, j = np.array(pairs).T
-    return jnp.moveaxis(jnp.asarray(table)[i, j], 0, -1)
 
 
 def names_of(sc) -> tuple[str, ...]:

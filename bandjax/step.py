@@ -87,13 +87,21 @@ def budget_break_even_FLOPs(sc: Scenario):
     return sc.transform_flops_per_param * sc.optics_Sps
 
 
+def link_values(table, pairs):
+    """The entries of a (K, K, ...) links table at the index pairs ``pairs`` (static), the pairs
+    on the last axis: shape (..., len(pairs)). A table that a tree map gave more axes after its
+    (K, K) (as :func:`bandjax.need._goodput_at` does to every leaf) keeps them in front."""
+    i, j = np.array(pairs).T
+    return jnp.moveaxis(jnp.asarray(table)[i, j], 0, -1)
+
+
 def _link_rel(sc: Scenario, pairs) -> tuple:
     """Relative bandwidths and latencies of the links ``pairs``, shape (..., link): the table's
-    (leaves under jit, :func:`bandjax.links.pair_values`), ones for equal links."""
+    (constants, or leaves where it is data: :class:`bandjax.links.DataLinks`), ones for equal
+    links."""
     if sc.links is None:
         return np.ones(len(pairs)), np.ones(len(pairs))
-    return (_links.pair_values(sc.links.bandwidth_rel, pairs),
-            _links.pair_values(sc.links.latency_rel, pairs))
+    return link_values(sc.links.bandwidth_rel, pairs), link_values(sc.links.latency_rel, pairs)
 
 
 def _dcs(sc: Scenario) -> int:

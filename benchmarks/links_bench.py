@@ -12,9 +12,10 @@ Figures:
 - ``ratio_equal_links``: ``tables_per_s`` over the calls per second of the same question on the
   scenario without a table (equal links, one program throughout), timed in the same run: the
   floor a table adds nothing to.
-- ``rss_growth_MB``: growth of the process's resident set (``VmRSS``) over the ``tables`` calls
-  after the first, MB; a program kept per table would grow it without bound.
-- ``compiles``: programs XLA compiled during those calls (JAX's compile log, counted).
+- ``rss_growth_MB``: growth of the process's resident set (``VmRSS``) over the ``tables`` x
+  ``repeats`` calls after the first, MB; a program kept per table would grow it without bound.
+- ``compiles``: programs XLA compiled during those calls (JAX's debug log, counted): 0 where the
+  first table's program serves them all.
 """
 
 from __future__ import annotations
@@ -94,25 +95,25 @@ def _ask(sc):
     return bandjax.required_bandwidth(sc, UTILISATION)["required_bandwidth_GBps"].values
 
 
-def run(quick: bool = False, repeats: int = 3) -> dict:
-    n = 20 if quick else 1000
-    scs = scenarios(n + 1)
+def run(quick: bool = False, repeats: int = 3, n: int | None = None) -> dict:
+    n = n or (20 if quick else 1000)
+    scs = scenarios(n * repeats + 1)  # every call a table not seen before, in every run
     start = time.perf_counter()
     _ask(scs[0])
     first_s = time.perf_counter() - start
     rss0 = _rss_B()
 
-    def all_tables():
+    def all_tables(run):
         start = time.perf_counter()
-        for sc in scs[1:]:
+        for sc in scs[1 + run * n:1 + (run + 1) * n]:
             _ask(sc)
         return n / (time.perf_counter() - start)
 
     rates, compiles = [], 0
     for r in range(repeats):
-        rate, made = count_compiles(all_tables)
+        rate, made = count_compiles(lambda: all_tables(r))
         rates.append(rate)
-        compiles += made if r == 0 else 0
+        compiles += made
     rss_growth = _rss_B() - rss0
     equal = bandjax.reference().replace(topology="mesh", dcs=float(K))
     _ask(equal)
@@ -136,4 +137,5 @@ if __name__ == "__main__":
     import json
     import sys
 
-    print(json.dumps(run(quick="--quick" in sys.argv, repeats=1), indent=1))
+    tables_n = next((int(a.split("=")[1]) for a in sys.argv if a.startswith("--tables=")), None)
+    print(json.dumps(run(quick="--quick" in sys.argv, repeats=1, n=tables_n), indent=1))
