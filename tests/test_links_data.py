@@ -12,6 +12,7 @@ import bandjax
 from bandjax import need
 from bandjax.links import DataLinks, as_data
 from bandjax.step import step_s
+from bandjax.stragglers import may_straggle
 from benchmarks.links_bench import count_compiles
 
 K = 6
@@ -102,3 +103,24 @@ def test_distinct_tables_compile_once():
 
 def scenario_pair():
     return [scenario(B, L) for B, L in tables(2, seed=7)]
+
+
+def test_a_grid_and_sites_that_differ_give_the_static_tables_answer():
+    """Over a grid of H and latency, on sites that differ (all-gather bytes link by link, restores
+    from each DC's slowest incoming link), ring and mesh: the data path against the static one."""
+    u = np.array([0.1, 0.3])
+    for topology in ("ring", "mesh"):
+        for B, L in tables(2, seed=8):
+            sc = scenario(B, L, topology, failure_rate_per_hour=1e-5)
+            c = float(sc.gpu_compute_s)
+            sc = sc.with_sites(workers=[1, 2, 4, 8, 2, 1],
+                               gpu_compute_s=[c * f for f in (1.0, 1.2, 1.0, 0.8, 1.0, 1.5)])
+            grid = {"H": [1, 4], "wan_latency_s": [1e-6, 2e-5]}
+            got = bandjax.required_bandwidth(sc, u, **grid)["required_bandwidth_GBps"]
+            g = need.parse(sc, **grid)
+            arrays = need.scenario_arrays(sc, g)  # links held static
+            want = np.take(np.asarray(need.needed_Bps(arrays, u, 0.1e9, 1e12,
+                                                   straggles=may_straggle(arrays))[0]),
+                           np.asarray(g.index), axis=-1)
+            np.testing.assert_allclose(got.values, np.broadcast_to(want, got.shape) / 1e9, rtol=RTOL)
+            assert np.any(np.isfinite(want))
