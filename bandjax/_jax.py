@@ -15,12 +15,20 @@ import jax
 import numpy as np
 
 from ._cache import cache_folder, source_digest, trim, warn_if_unusable
+from . import links as _links
+from .links import Links
 from .scenario import LEAVES, Scenario
 
 # Byte counts of billion-parameter models and sub-microsecond terms need 64-bit floats.
 jax.config.update("jax_enable_x64", True)
 
-jax.tree_util.register_dataclass(Scenario, data_fields=list(LEAVES), meta_fields=["steps", "variants", "uncertain", "links", "sites"])
+# A links table is static (hashed by its values: one program a table), but a DataLinks table is
+# data: its relative bandwidths and latencies leaves, its names (so K) structure, so a new table of
+# the same K reuses the compiled program (bandjax.links.as_data).
+jax.tree_util.register_pytree_node(Links, lambda t: ((), t), lambda t, _: t)
+jax.tree_util.register_pytree_node(_links.DataLinks, _links.flatten, _links.unflatten)
+jax.tree_util.register_dataclass(Scenario, data_fields=[*LEAVES, "links"],
+                                 meta_fields=["steps", "variants", "uncertain", "sites"])
 
 # ------------------------------------------------------------------------ compilation cache
 

@@ -97,12 +97,13 @@ def stop_ettr(sc: Scenario) -> tuple:
     return ettr, jnp.where(pos, lam * (sc.restart_s + tau), 0.0)
 
 
-def _inverse_incoming(K: int, bandwidth_rel: np.ndarray, pairs) -> np.ndarray:
-    """1 / (relative bandwidth of each DC's slowest incoming link among ``pairs``), shape (K,)."""
-    slowest = np.full(K, np.inf)
-    for i, j in pairs:
-        slowest[j] = min(slowest[j], bandwidth_rel[i, j])
-    return 1.0 / slowest
+def _inverse_incoming(K: int, bandwidth_rel, pairs):
+    """1 / (relative bandwidth of each DC's slowest incoming link among ``pairs``), shape (..., K):
+    ``bandwidth_rel`` a (K, K, ...) table (a leaf under jit), ``pairs`` static."""
+    used = np.zeros((K, K), dtype=bool)
+    used[tuple(np.array(pairs).T)] = True
+    table = jnp.moveaxis(jnp.asarray(bandwidth_rel), (0, 1), (-2, -1))  # (..., from, to)
+    return 1.0 / jnp.min(jnp.where(used, table, jnp.inf), axis=-2)
 
 
 def restore_s(sc: Scenario) -> tuple:
@@ -116,8 +117,8 @@ def restore_s(sc: Scenario) -> tuple:
     ring = _inverse_incoming(K, rel, _links.ring_pairs(K))
     mesh = _inverse_incoming(K, rel, _links.mesh_pairs(K))
     is_mesh = jnp.asarray(sc.topology) == 1
-    mean = jnp.where(is_mesh, float(np.mean(mesh)), float(np.mean(ring)))
-    most = jnp.where(is_mesh, float(np.max(mesh)), float(np.max(ring)))
+    mean = jnp.where(is_mesh, jnp.mean(mesh, axis=-1), jnp.mean(ring, axis=-1))
+    most = jnp.where(is_mesh, jnp.max(mesh, axis=-1), jnp.max(ring, axis=-1))
     return base * mean, base * most
 
 
@@ -140,7 +141,7 @@ def rounds_ettr(sc: Scenario, round_s, *, variant_axis: bool = True) -> tuple:
     return 1.0 - per_worker * (base + at(mean)), per_worker * (base + at(most))
 
 
-def _restore_rel(sc: Scenario) -> tuple[np.ndarray, np.ndarray]:
+def _restore_rel(sc: Scenario) -> tuple:
     """(ring, mesh): each DC's restore over P b / wan_Bps, (K,): 1 / the relative bandwidth of its
     slowest incoming link in use (ones for equal links)."""
     K = _sites.workers_of(sc).size

@@ -30,7 +30,7 @@ from . import _limits, failures, metrics
 from ._budget_index import BudgetIndex, budget_names
 from .labels import BUDGET_NAMES, COORD_ATTRS, budget_labels
 from . import sites as _sites
-from .links import scaling_note
+from .links import as_data, scaling_note
 from .scenario import Scenario, reference, check_overrides
 from .step import COMPONENTS, STAGES, module_stages_s
 from .sweepargs import Grid, parse
@@ -526,7 +526,9 @@ def _call(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "float64",
     else:
         arrays, steps = scenario_arrays(sc, g, device=dtype == "float64"), g.steps
     small = math.prod(g.shape) * len(g.index) <= QUICK_CELLS
-    return _evaluate_quick if small else _evaluate, arrays, steps, tuple(g.index), jit_names
+    # a links table as data: a sweep of another table of the same K runs the same program
+    return (_evaluate_quick if small else _evaluate, as_data(arrays), steps, tuple(g.index),
+            jit_names)
 
 
 def evaluate_grid(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "float64") -> dict:

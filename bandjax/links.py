@@ -4,8 +4,13 @@
 A :class:`Links` table holds the DCs' names and, for every ordered pair i != j, the link's bandwidth
 and latency *relative* to the scenario's ``wan_Bps`` (the slowest link's bandwidth) and
 ``wan_latency_s`` (the longest link's latency). So a sweep or a break-even over either leaf scales
-every link in proportion, and ``Scenario.links`` stays static (no leaf, nothing recompiles when a
-leaf changes). The diagonal (a DC to itself) is ignored: it is stored as 1 and means nothing.
+every link in proportion. The diagonal (a DC to itself) is ignored: it is stored as 1 and means
+nothing.
+
+Under jit a table is static (its values constants of the program), or data where the scenario
+holds it as :class:`DataLinks` (:func:`as_data`): its two tables leaves, its names static, so a
+new table of the same K runs the program the first one compiled. Traced code reads a table as
+(K, K) first, then any axes a tree map appended after it (:func:`bandjax.step.link_values`).
 
 Links in use: a ring uses i -> i+1 (mod K) in the order the DCs are listed (K links); a mesh every
 i -> j, i != j (K(K-1) links, row by row). At K = 2 both are the study's two directions.
@@ -13,6 +18,7 @@ i -> j, i != j (K(K-1) links, row by row). At K = 2 both are the study's two dir
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -182,7 +188,7 @@ class Links:
     Given relative tables, they are normalised here (divided by the smallest bandwidth and by the
     largest latency), so the meaning of ``wan_Bps`` and ``wan_latency_s`` always holds. The
     diagonal is ignored (stored as 1). Arrays are read-only; equal tables compare and hash equal
-    (the scenario holds this as static data under jit).
+    (the scenario holds this as static data under jit; :class:`DataLinks` as leaves).
     """
 
     names: tuple[str, ...]
@@ -282,6 +288,40 @@ class Links:
         if name not in self.names:
             raise ScenarioError(f"DC {name!r} is not known; allowed: {', '.join(self.names)}")
         return self.names.index(name)
+
+
+class DataLinks(Links):
+    """A :class:`Links` whose tables are data under jit: the relative bandwidths and latencies are
+    leaves of the scenario, the names (so K) its static part (:func:`flatten`). A new table of
+    the same K then runs the program the first one compiled. :func:`as_data` makes one; the
+    questions asked of many tables in turn (:func:`bandjax.required_bandwidth`,
+    :func:`bandjax.sweep`) take the scenario so. A plain :class:`Links` stays static (its tables
+    constants of the program): the break-even's search reads them while it traces (the upper
+    envelope of the mesh's links)."""
+
+
+def as_data(sc):
+    """``sc`` with its links table held as data under jit (:class:`DataLinks`); ``sc`` itself
+    where it has none or already holds one."""
+    links = sc.links
+    if links is None or isinstance(links, DataLinks):
+        return sc
+    return dataclasses.replace(sc, links=unflatten(links.names, flatten(links)[0]))
+
+
+def flatten(links: Links) -> tuple[tuple, tuple[str, ...]]:
+    """((bandwidth_rel, latency_rel), names) of a :class:`DataLinks`: its leaves and static part."""
+    return (links.bandwidth_rel, links.latency_rel), links.names
+
+
+def unflatten(names: tuple[str, ...], tables) -> DataLinks:
+    """A :class:`DataLinks` of ``names`` holding ``tables`` as they come (traced values, or what
+    a tree map made of them): checked where a table enters (:class:`Links`), not here."""
+    out = object.__new__(DataLinks)
+    object.__setattr__(out, "names", names)
+    object.__setattr__(out, "bandwidth_rel", tables[0])
+    object.__setattr__(out, "latency_rel", tables[1])
+    return out
 
 
 def names_of(sc) -> tuple[str, ...]:

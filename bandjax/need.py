@@ -47,7 +47,7 @@ import numpy as np
 import xarray as xr
 
 from .grid import QUICK_CELLS, grid_coords, scenario_arrays, variant_coords
-from .links import scaling_note
+from .links import as_data, scaling_note
 from . import failures as _failures
 from .labels import check_distinct
 from .scenario import Scenario, numbers, reference
@@ -439,7 +439,8 @@ def required_bandwidth(scenario: Scenario | None = None, utilisation=DEFAULT_UTI
     else:
         solve = _needed_once if small else needed_Bps
     arrays = scenario_arrays(sc, g)
-    bandwidth, status, cap = solve(arrays, u, lo * 1e9, hi * 1e9, straggles=may_straggle(arrays))
+    # a links table as data: the next table of the same K runs the same program
+    bandwidth, status, cap = solve(as_data(arrays), u, lo * 1e9, hi * 1e9, straggles=may_straggle(arrays))
     index = np.asarray(g.index)
     bandwidth, status, cap = (np.take(np.asarray(x), index, axis=-1) for x in (bandwidth, status, cap))
     shape = (u.size, *g.shape, index.size)

@@ -373,9 +373,11 @@ def _fixed_default() -> dict:
 class Scenario:
     """One study's parameters, SI units. Numeric fields are PyTree leaves; ``steps`` and
     ``variants`` (the registry, :data:`bandjax.variants.VARIANTS` by default) are static.
-    ``links`` (static, :class:`bandjax.links.Links`) gives each directed WAN link its own bandwidth
+    ``links`` (:class:`bandjax.links.Links`) gives each directed WAN link its own bandwidth
     and latency relative to ``wan_Bps`` (then the slowest link's) and ``wan_latency_s`` (the
-    longest link's); None is K equal links. :meth:`with_links` sets it. ``sites`` (static,
+    longest link's); None is K equal links. :meth:`with_links` sets it. Under jit a table is
+    static, or data (its tables leaves, its names static) where held as
+    :class:`bandjax.links.DataLinks` (:func:`bandjax.links.as_data`). ``sites`` (static,
     :class:`bandjax.sites.Sites`) gives each DC its own workers and GPU compute relative to c;
     then ``dcs`` is K and ``workers_per_dc`` the mean N / K. :meth:`with_sites` sets it.
 
@@ -433,7 +435,7 @@ class Scenario:
     steps: Steps = Steps()
     variants: tuple[Variant, ...] = _variants.VARIANTS
     uncertain: tuple = ()  # ((parameter, distribution), ...): bandjax.distributions, static
-    links: Links | None = None  # per-link values (docs/model.md section 15), static; None: equal
+    links: Links | None = None  # per-link values (docs/model.md section 15); None: equal
     sites: Sites | None = None  # per-DC workers and compute (section 16), static; None: equal
 
     @property

@@ -87,13 +87,21 @@ def budget_break_even_FLOPs(sc: Scenario):
     return sc.transform_flops_per_param * sc.optics_Sps
 
 
-def _link_rel(sc: Scenario, pairs) -> tuple[np.ndarray, np.ndarray]:
-    """Relative bandwidths and latencies of the links ``pairs`` (static NumPy constants; ones
-    for equal links)."""
+def link_values(table, pairs):
+    """The entries of a (K, K, ...) links table at the index pairs ``pairs`` (static), the pairs
+    on the last axis: shape (..., len(pairs)). A table that a tree map gave more axes after its
+    (K, K) (as :func:`bandjax.need._goodput_at` does to every leaf) keeps them in front."""
+    i, j = np.array(pairs).T
+    return jnp.moveaxis(jnp.asarray(table)[i, j], 0, -1)
+
+
+def _link_rel(sc: Scenario, pairs) -> tuple:
+    """Relative bandwidths and latencies of the links ``pairs``, shape (..., link): the table's
+    (constants, or leaves where it is data: :class:`bandjax.links.DataLinks`), ones for equal
+    links."""
     if sc.links is None:
         return np.ones(len(pairs)), np.ones(len(pairs))
-    i, j = np.array(pairs).T
-    return sc.links.bandwidth_rel[i, j], sc.links.latency_rel[i, j]
+    return link_values(sc.links.bandwidth_rel, pairs), link_values(sc.links.latency_rel, pairs)
 
 
 def _dcs(sc: Scenario) -> int:
@@ -125,7 +133,7 @@ def _mesh_times_s(sc: Scenario, t: _v.Traffic):
     """Each mesh link's bytes / B_ij and hops x l_ij, shape (..., variant, link), links in
     :func:`bandjax.links.mesh_pairs` order."""
     pairs = _links.mesh_pairs(_dcs(sc))
-    rb, rl = _link_rel(sc, pairs)
+    rb, rl = (r[..., None, :] for r in _link_rel(sc, pairs))  # (..., variant, link)
     wan = link_bytes_B(sc, t, pairs) / (col(sc.wan_Bps)[..., None] * rb)
     lat = t.hops[..., None] * col(sc.wan_latency_s)[..., None] * rl
     return wan, lat
@@ -139,10 +147,12 @@ def _ring_times_s(sc: Scenario, t: _v.Traffic):
     pairs = _links.ring_pairs(K)
     rb, rl = _link_rel(sc, pairs)
     if _sites.differ(sc):
-        ring_wan = jnp.max(link_bytes_B(sc, t, pairs) / (col(sc.wan_Bps)[..., None] * rb), axis=-1)
+        ring_wan = jnp.max(link_bytes_B(sc, t, pairs) / (col(sc.wan_Bps)[..., None]
+                                                         * rb[..., None, :]), axis=-1)
     else:
-        ring_wan = t.wan_B / (col(sc.wan_Bps) * np.min(rb))
-    ring_lat = t.hops * col(sc.wan_latency_s) * (np.sum(rl) / K)  # exactly hops x l for equal links
+        ring_wan = t.wan_B / (col(sc.wan_Bps) * col(jnp.min(rb, axis=-1)))
+    # exactly hops x l for equal links
+    ring_lat = t.hops * col(sc.wan_latency_s) * col(jnp.sum(rl, axis=-1) / K)
     return ring_wan, ring_lat
 
 
@@ -218,11 +228,11 @@ def pacing_link_index(sc: Scenario):
     pairs = _links.mesh_pairs(K)
     ring_pairs = _links.ring_pairs(K)
     rb, _ = _link_rel(sc, ring_pairs)
+    at = jnp.asarray(np.array([pairs.index(p) for p in ring_pairs]))
     if _sites.differ(sc):  # the ring link whose own bytes / B_ij is largest
-        at = np.array([pairs.index(p) for p in ring_pairs])
-        ring = jnp.asarray(at)[jnp.argmax(link_bytes_B(sc, t, ring_pairs) / rb, axis=-1)]
+        ring = at[jnp.argmax(link_bytes_B(sc, t, ring_pairs) / rb[..., None, :], axis=-1)]
     else:
-        ring = pairs.index(ring_pairs[int(np.argmin(rb))])
+        ring = col(at[jnp.argmin(rb, axis=-1)])
     wan, lat = jnp.broadcast_arrays(*_mesh_times_s(sc, t))
     mesh = jnp.argmax(_fragment_time_s(wan, lat, sync_method(sc).fragments), axis=-1)
     return jnp.where(col(sc.topology) == 1, mesh, ring)

@@ -47,6 +47,8 @@ EXTERNAL = {
     "winner": ("benchmarks.winner_bench", ("points_per_s", "ratio_sweep_argmin", "core_scaling")),
     "uncertainty": ("benchmarks.uncertainty", ("roots_per_s", "ratio_brentq")),
     "need": ("benchmarks.need_bench", ("targets_per_s", "ratio_brentq")),
+    "links": ("benchmarks.links_bench", ("tables_per_s", "ratio_equal_links", "rss_growth_MB",
+                                         "compiles")),
     "stragglers": ("benchmarks.straggler_bench", ("cells_per_s", "cells_per_s_no_straggler",
                                                   "time_over_no_straggler")),
 }
