@@ -76,14 +76,14 @@ RULES: tuple[tuple[str, object], ...] = (
     (r"cells|points|pairs|roots|targets|reached|steps|links|workers|chunks|samples?|.*_sample"
      r"|roots_found|.*messages_per_run|sweep_runs|sweep_steps|headline_cells|fit_from_cells"
      r"|ratio_points|budgets|bandwidths|cpus|threads|most_crossings_per_pair|nbytes|store_B"
-     r"|bytes_on_disk|variants", SIZE),
+     r"|bytes_on_disk|variants|tables|K", SIZE),
     (r"max_rel_.*|winners_differ", ACCURACY),
     (r"scaling_exponent.*", Unordered("a cost curve's fitted slope: 1 is linear cost, below it "
                                       "a fixed cost per call, so neither direction is better")),
     (r"ratio_.*|.*speedup|fraction_of_.*|.*core_scaling|scaling", RATIO_UP),
     (r".*_over_.*|wrapper_growth", RATIO_DOWN),
-    (r".*_per_s|Bps", RATE),
-    (r".*_s|peak_rss_B", COST),
+    (r".*_per_s|.*_per_s_.*|Bps", RATE),
+    (r".*_s|peak_rss_B|.*_MB|compiles", COST),
 )
 METADATA_KEYS = {"machine", "quick", "note", "wall_s"}  # at the top: what ran where, for how long
 

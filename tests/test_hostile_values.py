@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import math
 import socket
-import time
 
 import numpy as np
 import pytest
@@ -17,21 +16,20 @@ import tomli_w
 import bandjax as bj
 from bandjax import cli
 from bandjax.scenario import to_toml_dict
+from test_hostile import bounded  # a hang guard, not a speed check
 
 SC = bj.reference()
 MINE = dict(payload="dense", collective="ring_allreduce")
 
 
-def refused(fn, *names, within_s=None):
-    """fn() raises ValueError whose message holds each of ``names`` (the parameter, the value)."""
-    t = time.perf_counter()
-    with pytest.raises(ValueError) as e:
+def refused(fn, *names):
+    """fn() raises ValueError whose message holds each of ``names`` (the parameter, the value),
+    under the hostile tests' hang guard (a refusal that came after the work it sizes would hang
+    or exhaust memory there, not pass)."""
+    with bounded(), pytest.raises(ValueError) as e:
         fn()
-    took = time.perf_counter() - t
     for n in names:
         assert n in str(e.value), (n, str(e.value))
-    if within_s is not None:
-        assert took < within_s, (took, str(e.value))
     return str(e.value)
 
 
@@ -167,16 +165,15 @@ def test_sweep_arguments():
 
 def test_sizes_refused_at_once(tmp_path):
     big = np.linspace(1.0, 100.0, 10**8)
-    refused(lambda: bj.sweep(SC, bandwidth=big), "bandwidth", "100,000,000", within_s=1.0)
-    refused(lambda: bj.break_even(SC, "adamw", "band_switch", max_roots=10**9), "max_roots",
-            within_s=1.0)
-    refused(lambda: bj.break_even(SC, "adamw", "band_switch", grid=10**9), "grid", within_s=1.0)
+    refused(lambda: bj.sweep(SC, bandwidth=big), "bandwidth", "100,000,000")
+    refused(lambda: bj.break_even(SC, "adamw", "band_switch", max_roots=10**9), "max_roots")
+    refused(lambda: bj.break_even(SC, "adamw", "band_switch", grid=10**9), "grid")
     store = bj.store  # imported before the clock starts
     many, budgets = np.geomspace(1, 100, 10**7), list(range(1, 100_001))
     refused(lambda: store.write(tmp_path / "s.zarr", SC, bandwidth=many, budget=budgets),
-            "grid points", "1,000,000,000,000", within_s=1.0)
+            "grid points", "1,000,000,000,000")
     refused(lambda: store.write(tmp_path / "c.zarr", SC, bandwidth=[1.0, 2.0], chunk_B=1e-12),
-            "chunk_B", "1e-12", within_s=1.0)
+            "chunk_B", "1e-12")
 
 
 def test_store_takes_a_numpy_chunk_size(tmp_path):
@@ -202,10 +199,10 @@ def test_store_refuses_a_silent_scheduler(tmp_path, capsys):
         srv.bind(("127.0.0.1", 0))
         srv.listen(5)
         address = f"tcp://127.0.0.1:{srv.getsockname()[1]}"
-        t = time.perf_counter()
-        cli_refused(["store", tmp_path / "s.zarr", "--points", 2, "--scheduler", address], capsys,
-                    address, "10 s")
-        assert time.perf_counter() - t < 20
+        # the message names the stated 10 s; a client that waited forever would meet the hang guard
+        with bounded():
+            cli_refused(["store", tmp_path / "s.zarr", "--points", 2, "--scheduler", address], capsys,
+                        address, "10 s")
 
 
 # ------------------------------------------------------------------ measurement files
@@ -372,10 +369,8 @@ def test_with_links_size_and_ratio_are_bounded():
 
     K = _limits.MAX_LINK_DCS + 1
     rows = [[1.0] * 2] * K  # a ragged table: converting it would fail, its length does not
-    refused(lambda: SC.with_links(rows), f"{K:,} rows", f"at most {_limits.MAX_LINK_DCS:,} DCs",
-            within_s=1.0)
-    refused(lambda: SC.with_links(np.zeros((10_000, 10_000), dtype=np.float32)), "10,000 rows",
-            within_s=1.0)
+    refused(lambda: SC.with_links(rows), f"{K:,} rows", f"at most {_limits.MAX_LINK_DCS:,} DCs")
+    refused(lambda: SC.with_links(np.zeros((10_000, 10_000), dtype=np.float32)), "10,000 rows")
     refused(lambda: SC.with_links([[0, 1e-300], [1e300, 0]]), "['dc1' -> 'dc0'] = 1e+300 B/s",
             "1e600 times the slowest", "at most 1e+12 times")
     ok = SC.with_links([[0, 1.0], [1e12, 0]])  # the bound itself: kept, and it survives a copy
@@ -471,7 +466,7 @@ def test_samples_bounded_before_work(monkeypatch):
     small = {"steps.E": U.Normal(1800.0, 36.0)}
     for call in (lambda: bj.sweep(SC, samples=10**9, uncertain=small),
                  lambda: bj.break_even(SC, "adamw", "band_switch", samples=10**9, uncertain=small)):
-        refused(call, "samples = 1000000000", f"at most {_limits.MAX_SAMPLES:,}", within_s=1.0)
+        refused(call, "samples = 1000000000", f"at most {_limits.MAX_SAMPLES:,}")
     assert drawn == []
 
 
