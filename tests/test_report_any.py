@@ -5,7 +5,6 @@ in its place while the rest is written."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import re
@@ -275,25 +274,6 @@ def test_dc4_report_and_page(tmp_path, capsys):
 
 # ---------------------------------------------------------------------------- random scenarios
 
-@contextlib.contextmanager
-def _no_persistent_cache():
-    """JAX's persistent compilation cache off while the block runs. Twice in the whole suite (two
-    workers sharing one cache folder, which other tests fill), XLA crashed with a segmentation
-    fault deserialising an entry while these random reports read it back; the entries were whole
-    (JAX turns a truncated one into an exception) and the crash did not come back outside the
-    suite. These reports compile their own programs instead."""
-    import jax
-    from jax._src import compilation_cache
-
-    was = jax.config.jax_enable_compilation_cache
-    jax.config.update("jax_enable_compilation_cache", False)
-    compilation_cache.reset_cache()
-    try:
-        yield
-    finally:
-        jax.config.update("jax_enable_compilation_cache", was)
-        compilation_cache.reset_cache()
-
 
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
@@ -333,9 +313,8 @@ def test_any_valid_scenario_gets_its_report(sc, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("any")
     save(sc, tmp / "sc.toml")
     started = time.process_time()
-    with _no_persistent_cache():
-        code = cli.main(["report", "--scenario", str(tmp / "sc.toml"), "--out", str(tmp / "rep"),
-                         "--quiet", "--engine-budget-s", "10"])
+    code = cli.main(["report", "--scenario", str(tmp / "sc.toml"), "--out", str(tmp / "rep"),
+                     "--quiet", "--engine-budget-s", "10"])
     assert code == 0
     results = _check_report(tmp / "rep", started, sc)
     assert "mine" in results["step_ms"]
