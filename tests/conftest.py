@@ -38,12 +38,6 @@ jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE
 jax.config.update("jax_persistent_cache_min_compile_time_secs",
                   float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]))
 jax.config.update("jax_compilation_cache_max_size", int(os.environ["JAX_COMPILATION_CACHE_MAX_SIZE"]))
-# ...but the workers themselves do not read or write it: in three whole runs of the suite on this
-# round's code a worker died inside XLA while serialising a compiled report program into the cache
-# or deserialising one from it (a segmentation fault twice, an abort once; in different tests,
-# never outside the suite). Each worker compiles its own programs; subprocesses still cache in
-# the folder above, and tests/test_cache.py checks bandjax's cache in processes of its own.
-jax.config.update("jax_enable_compilation_cache", False)
 
 
 import pytest  # noqa: E402
