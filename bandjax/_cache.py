@@ -90,6 +90,32 @@ def trim(folder: Path, pattern: str, keep: int, companions: tuple[str, ...] = ()
             part.unlink(missing_ok=True)
 
 
+def date_unbounded_entries(folder: Path) -> int:
+    """Give each JAX cache entry in ``folder`` without a last-use file one (its own modification
+    time); return how many were given one.
+
+    JAX's bounded cache (``jax_compilation_cache_max_size``) reads every entry's ``KEY-atime``
+    before it writes a new one, and an entry written while the cache was unbounded has none: every
+    write then fails (a FileNotFoundError that JAX prints as a warning) and nothing new is kept.
+    Entries that bandjax versions before the bound wrote are such entries. One listing of the
+    folder, at import; an entry another process removes meanwhile is skipped."""
+    dated = 0
+    try:
+        entries = list(folder.glob("*-cache"))
+    except OSError:
+        return 0
+    for entry in entries:
+        atime = entry.with_name(entry.name[: -len("-cache")] + "-atime")
+        if atime.exists():
+            continue
+        try:
+            atime.write_bytes(entry.stat().st_mtime_ns.to_bytes(8, "little"))
+            dated += 1
+        except OSError:  # removed meanwhile, or a folder we may read but not write
+            continue
+    return dated
+
+
 def _mtime(path: Path) -> float:
     try:
         return path.stat().st_mtime

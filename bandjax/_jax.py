@@ -10,11 +10,12 @@ import functools
 import hashlib
 import os
 import pickle
+from pathlib import Path
 
 import jax
 import numpy as np
 
-from ._cache import cache_folder, source_digest, trim, warn_if_unusable
+from ._cache import cache_folder, date_unbounded_entries, source_digest, trim, warn_if_unusable
 from . import links as _links
 from .links import Links
 from .scenario import LEAVES, Scenario
@@ -72,6 +73,9 @@ def cache_settings(environ=None, configured_dir=None) -> dict:
 warn_if_unusable()
 for _name, _value in cache_settings(configured_dir=jax.config.jax_compilation_cache_dir).items():
     jax.config.update(_name, _value)
+if jax.config.jax_compilation_cache_dir and jax.config.jax_compilation_cache_max_size != -1:
+    # a folder kept by an unbounded cache (an older bandjax's) would refuse every new entry
+    date_unbounded_entries(Path(jax.config.jax_compilation_cache_dir))
 
 
 @functools.cache

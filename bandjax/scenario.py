@@ -28,7 +28,7 @@ from ._io import atomic_write_text
 from ._limits import MAX_LINK_DCS
 from .links import Links
 from .sites import Sites, _real, check_positive, check_workers
-from .units import ScenarioError, _digits, format_quantity, parse, shown
+from .units import ScenarioError, _digits, describe, format_quantity, parse, shown
 from .variants import NEVER, TOPOLOGIES, Rule, Variant
 
 if sys.version_info >= (3, 11):
@@ -218,6 +218,7 @@ LIMITS: dict[str, tuple] = {
     "flops_per_param_token": _NONNEGATIVE, "wan_latency_s": _NONNEGATIVE,
     "budget_FLOPs": (0.0, False, math.inf, True, False, True),
     "band_fraction": (0.0, False, 1.0, True, False, False),
+    "topk_fraction": (0.0, False, 1.0, True, False, False),  # k / P: at most every value
     "utilisation": (0.0, False, 1.0, True, False, False),
     "overlap_fraction": (0.0, True, 1.0, True, False, False),
     "workers_per_dc": (1.0, True, math.inf, False, True, False),
@@ -228,6 +229,12 @@ LIMITS: dict[str, tuple] = {
     "straggler_s": _NONNEGATIVE,
     "failure_rate_per_hour": _NONNEGATIVE, "restart_s": _NONNEGATIVE, "checkpoint_write_s": _NONNEGATIVE,
 }
+
+
+MAGNITUDES = (1e-30, 1e30)
+"""The least and greatest size of a field's non-zero value, in SI units (B/s, s, FLOP/s, J, ...):
+within them every product and quotient the closed forms take stays a finite 64-bit float (a
+bandwidth of 1e-311 B/s would make every step inf s), and every real cluster is far inside."""
 
 
 def _where(name: str) -> str:
@@ -295,8 +302,16 @@ def check_field(name: str, value, *, whole: bool = True) -> None:
         good &= finite & (x == np.round(x))
     if not np.all(good):  # one vectorised test; the first bad value is named
         bad = float(x[np.argmin(good)])
-        shown = "nan" if math.isnan(bad) else ("inf" if math.isinf(bad) else _shown(name, bad))
-        raise ScenarioError(f"{_where(name)} = {shown!r}: must be {allowed_text(name)}")
+        text = "nan" if math.isnan(bad) else ("inf" if math.isinf(bad) else _shown(name, bad))
+        raise ScenarioError(f"{_where(name)} = {text!r}: must be {allowed_text(name)}")
+    size = np.abs(x)
+    sane = (size == 0.0) | ~finite | ((size >= MAGNITUDES[0]) & (size <= MAGNITUDES[1]))
+    if not np.all(sane):
+        bad = float(x[np.argmin(sane)])
+        dim = FIELDS[name][2]
+        raise ScenarioError(f"{_where(name)} = {_shown(name, bad)!r}: outside the magnitudes bandjax "
+                            f"computes with, {describe(MAGNITUDES[0], dim, 1)} to "
+                            f"{describe(MAGNITUDES[1], dim, 1)} (or 0 where 0 is allowed)")
 
 
 def _numbers(where: str, value, allowed):
@@ -936,7 +951,6 @@ def _check_relations(sc: Scenario) -> None:
 MAX_BYTES = 1e200
 """Largest byte count the model's derived sizes may reach (well inside a 64-bit float, with room
 for the products the closed forms take of it)."""
-
 
 def validate(sc: Scenario) -> Scenario:
     """Check every value; raise :class:`ScenarioError` naming the first bad one."""

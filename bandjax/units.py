@@ -88,11 +88,12 @@ def parse(key: str, value, dimension: str) -> float:
 def significant(x: float, digits: int = 3) -> str:
     """``x`` to ``digits`` significant figures as a person reads it: 0.0665, 3.12, 1,613 (whole
     numbers at and above ``10**(digits - 1)`` are written out, with thousands separators, rather
-    than as 1.61e+03); inf, -inf and nan as those words."""
+    than as 1.61e+03) below 1e15, with an exponent from there (1e+30, not 31 digits); inf, -inf
+    and nan as those words."""
     x = float(x)
     if not math.isfinite(x):
         return repr(x)
-    if abs(x) >= 10 ** (digits - 1):
+    if 10 ** (digits - 1) <= abs(x) < 1e15:
         return f"{x:,.0f}"
     return f"{x:.{digits}g}"
 

@@ -51,6 +51,31 @@ def test_the_cache_locks_its_folder_around_each_entry(tmp_path):
     assert list((tmp_path / "c").glob("*-cache")) and list((tmp_path / "c").glob("*-atime"))
 
 
+def test_a_folder_an_unbounded_cache_kept_takes_new_entries_without_a_word(tmp_path):
+    """Entries written while the cache was unbounded (an older bandjax, or the user's
+    JAX_COMPILATION_CACHE_MAX_SIZE=-1) have no last-use file; JAX's bounded cache then failed
+    every new write with a warning. The next bandjax process dates them and writes its own."""
+    def compile_in_a_new_process(expression, **extra):
+        code = ("import jax, jax.numpy as jnp, bandjax._jax\n"
+                f"jax.jit(lambda x: {expression})(jnp.arange(4.0)).block_until_ready()\n")
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE", "BANDJAX_"))}
+        env.update(BANDJAX_CACHE_DIR=str(tmp_path / "c"), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+                   PYTHONPATH=str(ROOT), **extra)
+        return subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", code],
+                              capture_output=True, text=True, env=env, timeout=1800)  # a hang guard only
+
+    old = compile_in_a_new_process("jnp.sin(x) * 3", JAX_COMPILATION_CACHE_MAX_SIZE="-1")
+    assert old.returncode == 0, old.stderr[-2000:]
+    undated = list((tmp_path / "c").glob("*-cache"))
+    assert undated and not list((tmp_path / "c").glob("*-atime"))
+    new = compile_in_a_new_process("jnp.cos(x) * 5")
+    assert new.returncode == 0 and "Error writing" not in new.stderr, new.stderr[-2000:]
+    entries = list((tmp_path / "c").glob("*-cache"))
+    assert len(entries) == len(undated) + 1  # the new program kept
+    assert all(e.with_name(e.name[:-len("-cache")] + "-atime").exists() for e in entries)
+
+
 @pytest.mark.parametrize("off", ["1", "true", "yes", "YES"])
 def test_cache_can_be_turned_off(off):
     assert _jax.cache_settings({"BANDJAX_NO_CACHE": off, "XDG_CACHE_HOME": "/tmp/x"}) == {}

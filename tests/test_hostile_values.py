@@ -69,6 +69,8 @@ FILE_CASES = [  # (what the file changes, names the error must hold)
     ({"variants": {"mine": {**MINE, "colour": 1.5}}}, ["colour", "1.5"]),
     ({"model": {**to_toml_dict(SC)["model"], "gpu_compute": "0 ms"}}, ["gpu_compute", "0"]),
     ({"model": {**to_toml_dict(SC)["model"], "params": 1e308, "gpu_compute": None}}, ["params", "1e+308"]),
+    ({"model": {**to_toml_dict(SC)["model"], "gpu_peak": 1e-300, "gpu_compute": None}},
+     ["gpu_peak", "1e-300 FLOP/s", "1e-30 FLOP/s"]),  # c would be inf s
     ({"module": {**to_toml_dict(SC)["module"], "budget_low": "200 GFLOP/s"}}, ["budget_low", "200"]),
     ({"raw": "x = " + "[" * 50_000 + "]" * 50_000 + "\n"}, ["scenario file", "nested"]),
 ]
@@ -107,6 +109,16 @@ def test_replace_other_values():
     refused(lambda: SC.replace(steps=None), "steps = None")
     refused(lambda: SC.replace(bogus=1), "bogus")
     refused(lambda: SC.replace(params=1e308), "params", "1e+308")
+    # the smallest normal float as the GPU's peak: c = F P T / (peak u) would overflow
+    refused(lambda: SC.replace(gpu_peak_FLOPs=2.2250738585072014e-308), "gpu_peak", "2.22507e-308",
+            "1e-30 FLOP/s")
+    refused(lambda: SC.replace(utilisation=1e-300), "utilisation", "1e-300")
+    # a subnormal bandwidth made every step inf s; sizes past the window overflow products
+    refused(lambda: SC.replace(wan_Bps=[2.225073858507e-311]), "[links] wan", "2.22507e-311 B/s",
+            "1e-30 B/s")
+    refused(lambda: SC.replace(params=1e31), "params", "1e+31", "1e+30")
+    refused(lambda: SC.replace(topk_fraction=1e300), "topk_fraction", "(0, 1]")
+    assert SC.replace(wan_latency_s=0.0).wan_latency_s == 0.0  # 0 where 0 is allowed
     refused(lambda: SC.replace(budget_low_FLOPs=200e9), "budget_low", "200")
     refused(lambda: SC.replace(gpu_compute_s=0.0), "gpu_compute", "0")
 
