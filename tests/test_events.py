@@ -362,3 +362,20 @@ def test_sweep_refuses_what_bandjax_sweep_refuses():
             bandjax.sweep(**kwargs)
         with pytest.raises(ValueError, match=match):
             events.sweep(load=0.0, steps=1, scheduler="inline", progress=False, **kwargs)
+
+
+def test_the_progress_bar_counts_runs_done_before_it_as_its_start(capsys):
+    """Runs that finished while other work went on (started ahead) are the bar's starting count:
+    its rate is of the runs it watched, not the thousands a second of reading finished ones."""
+    import concurrent.futures
+
+    from events import runner
+
+    finished = []
+    for i in range(30):
+        f = concurrent.futures.Future()
+        f.set_result({"i": i})
+        finished.append(f)
+    assert runner._gather(finished, len(finished), True) == [{"i": i} for i in range(30)]
+    bar = capsys.readouterr().err.split("\r")[-1]
+    assert "30/30" in bar and "?run/s" in bar, bar
