@@ -341,9 +341,10 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
     :func:`bandjax.failures.may_fail` of the scenario): a time to target divided by the ETTR of
     replicas that meet once a round is not affine in 1/B. Without ``fails`` the ETTR is taken as 1.
     Sites that differ (a static fact) always take the general search. ``general`` (static):
-    whether the times are not of the simple form for any reason (:func:`needs_general_search`,
-    which a concrete scenario should be given; None: ``fails``); with it, c' where workers
-    straggle.
+    whether the times are not of the simple form for any reason; None asks
+    :func:`needs_general_search` of ``sc`` (True where a value that decides it is traced: a caller
+    inside its own jit gives the concrete scenario's fact, as it does ``kinks``); with it, c' where
+    workers straggle.
 
     ``kinks`` (static): whether a step may change slope in range (:func:`may_kink`, which None
     asks of the arguments: True under a trace). False runs the search on the coarse grid alone,
@@ -354,7 +355,7 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
       :class:`bandjax.roots.Crossings` with ``x`` in B/s; differentiable in ``sc`` and the steps.
     """
     kinks = may_kink(sc, ia, ib) if kinks is None else bool(kinks)
-    general = bool(fails) if general is None else bool(general)
+    general = (bool(fails) or needs_general_search(sc)) if general is None else bool(general)
     return _bandwidth_crossings(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, grid=grid,
                                 max_roots=max_roots, implicit=implicit, general=general,
                                 kinks=kinks, straggles=general and may_straggle(sc))

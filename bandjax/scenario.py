@@ -232,9 +232,11 @@ LIMITS: dict[str, tuple] = {
 
 
 MAGNITUDES = (1e-30, 1e30)
-"""The least and greatest size of a field's non-zero value, in SI units (B/s, s, FLOP/s, J, ...):
-within them every product and quotient the closed forms take stays a finite 64-bit float (a
-bandwidth of 1e-311 B/s would make every step inf s), and every real cluster is far inside."""
+"""The least size of a field that must be > 0 (a rate or a share the closed forms divide by) and
+the greatest of any field, in SI units (B/s, s, FLOP/s, J, ...): within them every product and
+quotient the closed forms take stays a finite 64-bit float (a bandwidth of 1e-311 B/s made every
+step inf s), and every real cluster is far inside. A field that may be 0 (an overlap, a latency)
+is never a divisor, and any size below the greatest is allowed for it."""
 
 
 def _where(name: str) -> str:
@@ -304,14 +306,17 @@ def check_field(name: str, value, *, whole: bool = True) -> None:
         bad = float(x[np.argmin(good)])
         text = "nan" if math.isnan(bad) else ("inf" if math.isinf(bad) else _shown(name, bad))
         raise ScenarioError(f"{_where(name)} = {text!r}: must be {allowed_text(name)}")
+    # a value that may be 0 is never a divisor: only one that must be > 0 has the least size
+    least = 0.0 if lo_ok else MAGNITUDES[0]
     size = np.abs(x)
-    sane = (size == 0.0) | ~finite | ((size >= MAGNITUDES[0]) & (size <= MAGNITUDES[1]))
+    sane = ~finite | ((size >= least) & (size <= MAGNITUDES[1]))
     if not np.all(sane):
         bad = float(x[np.argmin(sane)])
         dim = FIELDS[name][2]
+        span = (f"{describe(MAGNITUDES[0], dim, 1)} to {describe(MAGNITUDES[1], dim, 1)}" if least
+                else f"at most {describe(MAGNITUDES[1], dim, 1)}")
         raise ScenarioError(f"{_where(name)} = {_shown(name, bad)!r}: outside the magnitudes bandjax "
-                            f"computes with, {describe(MAGNITUDES[0], dim, 1)} to "
-                            f"{describe(MAGNITUDES[1], dim, 1)} (or 0 where 0 is allowed)")
+                            f"computes with, {span}")
 
 
 def _numbers(where: str, value, allowed):

@@ -42,16 +42,18 @@ def _scaled(theta, names, z):
     return with_parameters(sc, values), steps_a, steps_b
 
 
-@partial(jax.jit, static_argnames=("k", "bandwidth", "grid", "max_roots"))
+@partial(jax.jit, static_argnames=("k", "bandwidth", "grid", "max_roots", "general"))
 def crossing_elasticities(sc: Scenario, ia, ib, steps_a, steps_b, lo, hi, k=0, *,
                           bandwidth: bool = True, grid: int = _be.GRID,
-                          max_roots: int = _be.MAX_ROOTS):
+                          max_roots: int = _be.MAX_ROOTS, general: bool | None = None):
     """d log x* / d log p of every crossing x* with respect to every parameter p of
     :func:`bandjax.breakeven.parameters`: shape (..., max_roots, parameter), NaN without a crossing.
 
     Searches over the WAN (``bandwidth=True``, ``lo``/``hi`` in B/s) or over parameter number ``k``
     of :func:`~bandjax.breakeven.parameters`; other arguments as in
-    :func:`bandjax.breakeven.bandwidth_crossings` (pairs may be a grid dimension).
+    :func:`bandjax.breakeven.bandwidth_crossings` (pairs may be a grid dimension). ``general``
+    (static): :func:`bandjax.breakeven.needs_general_search` of the concrete scenario (None: True,
+    since the scenario is traced here: the search then re-evaluates the times at each trial).
     """
     theta = (sc, jnp.asarray(steps_a, dtype=float), jnp.asarray(steps_b, dtype=float))
     names = _be.parameters(sc)
@@ -59,7 +61,8 @@ def crossing_elasticities(sc: Scenario, ia, ib, steps_a, steps_b, lo, hi, k=0, *
     def log_crossings(z):
         sc_z, na, nb = _scaled(theta, names, z)
         if bandwidth:
-            c = _be.bandwidth_crossings(sc_z, ia, ib, na, nb, lo, hi, grid=grid, max_roots=max_roots)
+            c = _be.bandwidth_crossings(sc_z, ia, ib, na, nb, lo, hi, grid=grid, max_roots=max_roots,
+                                        general=general)
         else:
             c = _be._field_crossings(sc_z, ia, ib, na, nb, lo, hi, k, grid=grid, max_roots=max_roots)
         return jnp.log(c.x)
@@ -106,7 +109,8 @@ def _field_elasticities(sc: Scenario, ia, ib, steps_a, steps_b, x, k: int, names
 
 
 quick_crossing_elasticities = _jax.quick(crossing_elasticities,
-                                         static_argnames=("k", "bandwidth", "grid", "max_roots"))
+                                         static_argnames=("k", "bandwidth", "grid", "max_roots",
+                                                          "general"))
 """:func:`crossing_elasticities` compiled for a call made once (:func:`bandjax._jax.quick`)."""
 _quick_field = _jax.quick(_field_elasticities, static_argnames=("k", "names"))
 
@@ -137,7 +141,7 @@ def elasticities(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
     if result.parameter == "wan_Bps":
         jac = np.asarray(quick_crossing_elasticities(
             sc, ia, ib, result.steps_a, result.steps_b, result.lo, result.hi, k, bandwidth=True,
-            grid=grid, max_roots=result.x.shape[-1]))
+            grid=grid, max_roots=result.x.shape[-1], general=_be.needs_general_search(sc)))
         return result, {n: jac[..., every.index(n)] for n in names}
     # at the crossings found, for the parameters asked: the search is not compiled again
     jac = np.asarray(_quick_field(sc, ia, ib, result.steps_a, result.steps_b, result.x,

@@ -247,7 +247,8 @@ def sample_roots(sc, V, steps0, lo, hi, *, ia, ib, fields, steps_index):
     sampled (:func:`bandjax.breakeven.may_kink`; a sampled overlap may give it one), so the
     search brackets at the kinks only where there can be some."""
     return _sample_roots(sc, V, steps0, lo, hi, ia=ia, ib=ib, fields=fields,
-                         steps_index=steps_index, kinks=_may_kink(sc, ia, ib, fields))
+                         steps_index=steps_index, kinks=_may_kink(sc, ia, ib, fields),
+                         general=_general(sc, fields))
 
 
 def _may_kink(sc, ia, ib, fields) -> bool:
@@ -255,21 +256,31 @@ def _may_kink(sc, ia, ib, fields) -> bool:
     return _be.may_kink(sc, ia, ib) or any(n == "overlap_fraction" for n, _ in fields)
 
 
-@partial(jax.jit, static_argnames=("fields", "steps_index", "kinks"))
-def _sample_roots(sc, V, steps0, lo, hi, *, ia, ib, fields, steps_index, kinks):
+def _general(sc, fields) -> bool:
+    """:func:`bandjax.breakeven.needs_general_search` of the scenario, or True where a failure
+    rate or a straggler family is drawn (a sample may then fail or straggle where the scenario
+    does not): the samples' times are then re-evaluated at each trial bandwidth."""
+    return _be.needs_general_search(sc) or any(n in ("failure_rate_per_hour", "straggler")
+                                               for n, _ in fields)
+
+
+@partial(jax.jit, static_argnames=("fields", "steps_index", "kinks", "general"))
+def _sample_roots(sc, V, steps0, lo, hi, *, ia, ib, fields, steps_index, kinks, general):
     # The samples are the search's batch, not a vmap: its branches (ties, kinks merged) stay
     # branches, which a vmap would turn into selects that run both sides.
     s, steps = _apply(sc, fields, steps_index, steps0, V)
     return _be.bandwidth_crossings(s, ia, ib, steps[..., ia], steps[..., ib], lo, hi,
-                                   kinks=kinks).x[..., 0]
+                                   kinks=kinks, general=general).x[..., 0]
 
 
-_quick_core = _jax.quick(_sample_roots, static_argnames=("fields", "steps_index", "kinks"))
+_quick_core = _jax.quick(_sample_roots, static_argnames=("fields", "steps_index", "kinks",
+                                                         "general"))
 
 
 def _quick_roots(sc, V, steps0, lo, hi, *, ia, ib, fields, steps_index):
     return _quick_core(sc, V, steps0, lo, hi, ia=ia, ib=ib, fields=fields,
-                       steps_index=steps_index, kinks=_may_kink(sc, ia, ib, fields))
+                       steps_index=steps_index, kinks=_may_kink(sc, ia, ib, fields),
+                       general=_general(sc, fields))
 
 
 @partial(jax.jit, static_argnames=("fields", "steps_index"))

@@ -77,14 +77,15 @@ def _solve(grid, ia, ib, na, nb):
     return be.bandwidth_crossings(grid, ia, ib, na, nb, LO_BPS, HI_BPS)
 
 
-def _loss(grid, na, nb, ia, ib, kinks):
-    # under jax.grad the scenario is traced: the static fact comes from outside, as it does for
-    # any caller inside its own jit (be.may_kink of the concrete grid)
-    x = be.bandwidth_crossings(grid, ia, ib, na, nb, LO_BPS, HI_BPS, kinks=kinks).x
+def _loss(grid, na, nb, ia, ib, kinks, general):
+    # under jax.grad the scenario is traced: the static facts come from outside, as they do for
+    # any caller inside its own jit (be.may_kink and be.needs_general_search of the concrete grid)
+    x = be.bandwidth_crossings(grid, ia, ib, na, nb, LO_BPS, HI_BPS, kinks=kinks,
+                               general=general).x
     return jnp.sum(jnp.where(jnp.isfinite(x), jnp.log(x), 0.0))
 
 
-_grad = jax.jit(jax.grad(_loss, argnums=(0, 1, 2)), static_argnames=("kinks",))
+_grad = jax.jit(jax.grad(_loss, argnums=(0, 1, 2)), static_argnames=("kinks", "general"))
 
 
 @jax.jit
@@ -158,7 +159,7 @@ def run(quick: bool = False) -> dict:
     calls = 2 if quick else 5  # per run, so a run spans about as long as the brentq loop
     grid, ia, ib, na, nb, pairs = problems(quick)
     compile_solve_s = _timed(_solve, grid, ia, ib, na, nb)
-    grad = partial(_grad, kinks=be.may_kink(grid, ia, ib))
+    grad = partial(_grad, kinks=be.may_kink(grid, ia, ib), general=be.needs_general_search(grid))
     compile_grad_s = _timed(grad, grid, na, nb, ia, ib)
     c = _solve(grid, ia, ib, na, nb)
     x = np.asarray(c.x)

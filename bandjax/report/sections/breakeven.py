@@ -150,7 +150,8 @@ def _all_pairs(sc: Scenario, budgets):
     c = jax.tree.map(np.asarray, be.all_bandwidth_crossings(sc.replace(budget_FLOPs=every), ia, ib,
                                                            na, nb, lo, hi))
     jac = np.asarray(sens.quick_crossing_elasticities(sc, ia, ib, na, nb, lo, hi,
-                                                      max_roots=c.x.shape[-1]))
+                                                      max_roots=c.x.shape[-1],
+                                                      general=be.needs_general_search(sc)))
     return ps, c, jac
 
 
