@@ -7,11 +7,19 @@ import pytest
 
 import bandjax as bj
 from bandjax.cli import EXIT_ERROR, main
+from bandjax.scenario import save
 from bandjax.sitevalue import site_idle
+from bandjax.units import UNITS
+from test_hostile import bounded  # a hang guard, not a speed check
 
 
 def _rows(out: str, vid: str) -> list[list[str]]:
     return [line.split() for line in out.splitlines() if line.split()[:1] == [vid]]
+
+
+def _tokens_per_s(number: str, unit: str) -> float:
+    """A throughput as printed (bandjax.units.describe: 984.7 ktokens/s), in tokens/s."""
+    return float(number.replace(",", "")) * UNITS["token_rate"][unit]
 
 
 def test_sites_prints_the_typed_numbers(capsys):
@@ -35,9 +43,11 @@ def test_sites_prints_the_typed_numbers(capsys):
             float(idle.hot_spot_straggle.sel(variant=vid)), rel=5e-4)
         at = value.sel(variant=vid, site="dc0")
         # with: tokens/s CU; without: tokens/s CU; adds: tokens/s
-        assert float(value_row[1]) == pytest.approx(float(at.throughput_tokens_per_s), rel=5e-4)
-        assert float(value_row[4]) == pytest.approx(float(at.throughput_without_tokens_per_s), rel=5e-4)
-        assert float(value_row[7]) == pytest.approx(float(at.throughput_added_tokens_per_s), rel=5e-4)
+        for (number, unit), name in zip((value_row[1:3], value_row[4:6], value_row[7:9]),
+                                        ("throughput_tokens_per_s",
+                                         "throughput_without_tokens_per_s",
+                                         "throughput_added_tokens_per_s")):
+            assert _tokens_per_s(number, unit) == pytest.approx(float(at[name]), rel=5e-4)
         for u in (0.5, 0.9):
             cell = tail.sel(utilisation=u, variant=vid)
             if int(cell.status) == 0:
@@ -57,7 +67,8 @@ def test_two_dcs_say_what_each_site_adds_needs(capsys):
     (["--straggler", "exponential", "--target", "1.5"], "--target 1.5: must be a compute-utilisation target"),
     (["--straggler", "exponential", "--tail", "2"], "an exponential tail share must be in [0, 1]"),
     (["--tail", "-1"], "--tail -1: must be a tail >= 0"),
-    (["--dcs", "1"], "--dcs 1: must be a whole number >= 2"),
+    (["--dcs", "1"], "--dcs 1: must be a whole number of DCs in 2 .. 1,000"),
+    (["--dcs", "1001"], "--dcs 1001: must be a whole number of DCs in 2 .. 1,000"),
     (["--straggler", "weibull"], "invalid choice: 'weibull'"),
     (["--variant", "nope"], "--variant nope"),
 ])
@@ -65,3 +76,14 @@ def test_sites_bad_input(capsys, argv, fragment):
     assert main(["sites", *argv]) == EXIT_ERROR
     err = capsys.readouterr().err
     assert fragment in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_more_dcs_than_the_sites_take_are_refused_before_any_array(tmp_path, capsys):
+    """A scenario of 10^8 equal DCs: one line at once (it ran out of memory making 10^8 names)."""
+    path = tmp_path / "dcs.toml"
+    save(bj.reference().replace(dcs=1e8), path)
+    with bounded():
+        assert main(["sites", "--scenario", str(path)]) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert "dcs = 100,000,000: the sites of a job are taken one by one; at most 1,000 DCs" in err
+    assert len(err.strip().splitlines()) == 1
