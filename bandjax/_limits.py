@@ -66,6 +66,11 @@ MAX_LINK_BANDWIDTH_RATIO = 1e12
 those ratios with byte counts of up to 1e200 B (bandjax.scenario.MAX_BYTES) and with times; 1e12
 leaves those products some 90 orders of magnitude inside a 64-bit float."""
 
+MAX_LINK_SWEEP_VALUES = 2**26
+"""Values in the tables of one sweep over a link's bandwidth or latency (``link_bandwidth``,
+``link_latency_s``): K x K a value swept, 0.5 GB a table at the bound (1.9 million values at K = 6,
+67 at K = 1,000); checked before any table is made."""
+
 # dask scheduler given by address
 SCHEDULER_TIMEOUT_S = 10.0
 """How long to wait for a dask scheduler given by address to answer, s."""

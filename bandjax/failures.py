@@ -133,7 +133,7 @@ def rounds_ettr(sc: Scenario, round_s, *, variant_axis: bool = True) -> tuple:
     1 exactly where nothing fails."""
     at = col if variant_axis else jnp.asarray
     if _sites.differ(sc):
-        return _sites_ettr(sc, round_s, at)
+        return _sites_ettr(sc, round_s, variant_axis)
     # linear in r: at r = 0 exactly 1 - 0 = 1, and the slope there is the right one
     per_worker = at(sc.workers_per_dc * sc.failure_rate_per_hour / SECONDS_PER_HOUR)
     mean, most = restore_s(sc)
@@ -152,16 +152,19 @@ def _restore_rel(sc: Scenario) -> tuple:
             _inverse_incoming(K, rel, _links.mesh_pairs(K)))
 
 
-def _sites_ettr(sc: Scenario, round_s, at) -> tuple:
+def _sites_ettr(sc: Scenario, round_s, variant_axis: bool) -> tuple:
     """:func:`rounds_ettr` on sites that differ, DC i with n_i workers and its own restore:
 
         ETTR = 1 - sum_i (n_i / N) n_i r (u0 + restore_i + round)
 
     and the largest n_i r (u0 + restore_i + round)."""
+    at = col if variant_axis else jnp.asarray
     n = _sites.workers_of(sc)
     weight = n * n / np.sum(n)  # (K,): (n_i / N) n_i
     rate = at(sc.failure_rate_per_hour / SECONDS_PER_HOUR)[..., None]
-    ring, mesh = _restore_rel(sc)
+    ring, mesh = _restore_rel(sc)  # (..., K): a table with grid axes has them in front
+    if variant_axis:
+        ring, mesh = ring[..., None, :], mesh[..., None, :]
     rel = jnp.where(at(sc.topology)[..., None] == 1, mesh, ring)
     each = (at(sc.restart_s) + round_s)[..., None] + at(
         sc.params * sc.restore_bytes_per_param / sc.wan_Bps)[..., None] * rel

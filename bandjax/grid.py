@@ -30,7 +30,7 @@ from . import _limits, failures, metrics
 from ._budget_index import BudgetIndex, budget_names
 from .labels import BUDGET_NAMES, COORD_ATTRS, budget_labels
 from . import sites as _sites
-from .links import as_data, scaling_note
+from .links import as_data, scaling_note, unflatten
 from .scenario import Scenario, reference, check_overrides
 from .step import COMPONENTS, STAGES, module_stages_s
 from .sweepargs import Grid, parse
@@ -118,7 +118,8 @@ _evaluate_quick = _jax.quick(_evaluate, static_argnames=("index", "names"))
 
 def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget=None,
           variant=None, model=None, gpu=None, dcs=None, topology=None, workers_per_dc=None, H=None,
-          basis=None, quantities: Sequence[str] | None = None, dtype: str = "float64",
+          basis=None, link=None, link_bandwidth=None, link_latency_s=None,
+          quantities: Sequence[str] | None = None, dtype: str = "float64",
           **fields) -> xr.Dataset:
     """Evaluate every closed form over a labelled grid in one jitted call.
 
@@ -140,6 +141,12 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
       workers_per_dc: workers per DC.
       H: sync every H steps (steps to target are assumed unchanged).
       basis: ``"hypothesis"`` or ``"exact"``: which steps a basis-dependent rule takes.
+      link: one link of the scenario's links table, ``"a -> b"`` (from DC a to DC b) or
+        ``"a <-> b"`` (both directions, each taking the same values), whose own bandwidth or
+        latency ``link_bandwidth`` and ``link_latency_s`` set, every other link keeping its own.
+      link_bandwidth: that link's bandwidth, GB/s (not beside ``bandwidth`` / ``wan_Bps``,
+        which scale every link).
+      link_latency_s: that link's one-way latency, s (not beside ``wan_latency_s``).
       quantities: which variables to return (default all of :data:`QUANTITIES`).
       dtype: ``"float64"`` (default) or ``"float32"``: the precision of the jitted pass (float32
         is faster; on the reference grid of ``benchmarks/winner_bench.py`` its times to target
@@ -166,7 +173,9 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
       With per-link values (``scenario.links``), ``bandwidth`` / ``wan_Bps`` is the slowest link's
       and ``wan_latency_s`` the longest link's: every link scales in proportion, and
       ``attrs["links_scaling"]`` says so (:func:`bandjax.links.scaling_note`). ``dcs`` cannot be
-      swept then (K comes from the table).
+      swept then (K comes from the table). Over ``link_bandwidth`` or ``link_latency_s`` the
+      slowest link's bandwidth and the longest link's latency follow the swept link point by
+      point, and its coordinate's ``attrs["link"]`` names it.
       The arrays are read-only (the jitted outputs, broadcast views for quantities that do
       not vary along every axis, and the coordinates); ``ds.copy(deep=True)`` gives writable
       ones.
@@ -178,7 +187,8 @@ def sweep(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budget
             raise ValueError(f"quantities: {q!r} is not known; allowed: {', '.join(QUANTITIES)}")
     args = dict(bandwidth=bandwidth, enob=enob, budget=budget, variant=variant, model=model,
                 gpu=gpu, dcs=dcs, topology=topology, workers_per_dc=workers_per_dc, H=H,
-                basis=basis, **fields)
+                basis=basis, link=link, link_bandwidth=link_bandwidth,
+                link_latency_s=link_latency_s, **fields)
     kept, key = _Kept.of(sc), _args_key(args)
     again = kept.grid(key)
     plan = None if again is None else again.plans.get((names, dtype))
@@ -376,9 +386,14 @@ def scenario_arrays(sc: Scenario, g: Grid, device: bool = False) -> Scenario:
     if not kept.accepts(key):
         check_overrides(sc, g.leaves)  # raises on a relation the scenario does not allow
         kept.accept(key)
+        out = dataclasses.replace(kept.device if device else kept.arrays, **leaves)
     elif device:  # met again: worth putting on the device once
-        return kept.on_device(key, leaves)
-    return dataclasses.replace(kept.device if device else kept.arrays, **leaves)
+        out = kept.on_device(key, leaves)
+    else:
+        out = dataclasses.replace(kept.arrays, **leaves)
+    # one link swept: the table at every grid point, as data
+    return out if g.links is None else dataclasses.replace(out, links=unflatten(sc.links.names,
+                                                                                g.links))
 
 
 class _Kept:

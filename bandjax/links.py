@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._limits import MAX_LINK_BANDWIDTH_RATIO, MAX_LINK_DCS
-from .units import DIMENSIONS, ScenarioError, shown
+from .units import DIMENSIONS, ScenarioError, describe, shown
 from .variants import TOPOLOGIES
 
 
@@ -296,6 +296,120 @@ class Links:
         if name not in self.names:
             raise ScenarioError(f"DC {name!r} is not known; allowed: {', '.join(self.names)}")
         return self.names.index(name)
+
+
+ONE_WAY, BOTH_WAYS = "->", "<->"
+"""How a sweep's ``link`` names its links: ``"a -> b"`` the one directed link from DC a to DC b,
+``"a <-> b"`` that link and b -> a."""
+
+
+def _shown_names(names) -> str:
+    shown = ", ".join(names[:20])
+    return shown if len(names) <= 20 else f"{shown}, ... ({len(names):,} DCs)"
+
+
+def parse_link(text, names) -> tuple[tuple[int, int], ...]:
+    """The directed links a sweep's ``link`` names, as index pairs into ``names``: ``"a -> b"``
+    (a -> b alone) or ``"a <-> b"`` (a -> b and b -> a), spaces around the arrow optional; a DC
+    name that holds an arrow itself is found by trying each arrow of the text. Anything else is a
+    :class:`ScenarioError` naming the link and the DCs allowed."""
+    form = "'source -> target' (one direction) or 'a <-> b' (both directions)"
+    if not isinstance(text, str):
+        raise ScenarioError(f"link = {text!r}: expected one link as text, {form}; DCs: "
+                            f"{_shown_names(names)}")
+    found = set()
+    for arrow in (BOTH_WAYS, ONE_WAY):
+        at = text.find(arrow)
+        while at >= 0:
+            a, b = text[:at].strip(), text[at + len(arrow):].strip()
+            if a in names and b in names:
+                found.add((a, b, arrow))
+            at = text.find(arrow, at + 1)
+    if len(found) != 1:
+        arrow = BOTH_WAYS if BOTH_WAYS in text else ONE_WAY
+        a, _, b = (part.strip() for part in text.partition(arrow))
+        unknown = [n for n in (a, b) if n not in names]
+        why = ("it reads as more than one link" if found else
+               f"{' and '.join(map(repr, unknown))} "
+               f"{'is not a DC' if len(unknown) == 1 else 'are not DCs'} of the links table"
+               if arrow in text else f"expected {form}")
+        raise ScenarioError(f"link = {text!r}: {why}; DCs: {_shown_names(names)}")
+    (a, b, arrow), = found
+    if a == b:
+        raise ScenarioError(f"link = {text!r}: a link joins two different DCs; DCs: "
+                            f"{_shown_names(names)}")
+    i, j = names.index(a), names.index(b)
+    return ((i, j), (j, i)) if arrow == BOTH_WAYS else ((i, j),)
+
+
+def link_text(pairs, names) -> str:
+    """The links ``pairs`` (index pairs) as a reader sees them: ``"a -> b"``, or ``"a -> b and
+    b -> a"``."""
+    return " and ".join(f"{names[i]} -> {names[j]}" for i, j in pairs)
+
+
+def swept_tables(table_rel, scale, pairs, values, *, bandwidth: bool, what: str = "",
+                 names=(), given=None, unit: str = "B/s") -> tuple[np.ndarray, np.ndarray]:
+    """A links table with the links ``pairs`` set to each of ``values`` in turn, every other
+    link keeping its own (a sweep over one link, docs/model.md section 15), as a scenario holds
+    it: relative to the slowest link's bandwidth (``bandwidth``) or the longest link's latency.
+
+    Args:
+      table_rel: (K, K) relative table (``bandwidth_rel`` or ``latency_rel`` of a :class:`Links`).
+      scale: its scenario leaf, ``wan_Bps`` (B/s) or ``wan_latency_s`` (s).
+      pairs: the swept links, index pairs.
+      values: (n,) what they take, B/s or s (each checked before: finite, > 0 or >= 0).
+      what, names, given, unit: for the message where a bandwidth would make the fastest link
+        more than :data:`bandjax._limits.MAX_LINK_BANDWIDTH_RATIO` times the slowest: the
+        argument, the DC names, the values as given (default ``values``) and their unit.
+
+    Returns:
+      (scale (n,), tables (K, K, n)): the scenario's leaf and the relative table at each value,
+      normalised as :class:`Links` normalises a table (a latency table of zeros: all ones).
+    """
+    K = table_rel.shape[0]
+    values = np.asarray(values, dtype=float)
+    rows, cols = np.array(pairs).T
+    swept = np.zeros((K, K), dtype=bool)
+    swept[rows, cols] = True
+    others = ~np.eye(K, dtype=bool) & ~swept
+    absolute = np.asarray(table_rel, dtype=float) * float(scale)
+    tables = np.repeat(absolute[..., None], values.size, axis=-1)
+    tables[rows, cols] = values
+    rest = absolute[others]
+    if bandwidth:
+        if rest.size:
+            _check_swept_ratio(values, absolute, others, what, names,
+                               np.asarray(values if given is None else given).tolist(), unit)
+        new = np.minimum(values, np.min(rest)) if rest.size else values.copy()
+        rel = tables / new
+    else:
+        new = np.maximum(values, np.max(rest)) if rest.size else values.copy()
+        rel = np.where(new > 0, tables / np.where(new > 0, new, 1.0), 1.0)
+    rel[np.eye(K, dtype=bool)] = 1.0
+    return new, rel
+
+
+def _check_swept_ratio(values, absolute, others, what, names, given, unit) -> None:
+    """Every swept bandwidth within :data:`bandjax._limits.MAX_LINK_BANDWIDTH_RATIO` of the
+    other links (the fastest at most that many times the slowest), or a :class:`ScenarioError`
+    naming the first value that is not and the link it is compared with."""
+    rest = np.where(others, absolute, np.nan)
+    (k, m), (p, q) = (np.unravel_index(f(rest), rest.shape) for f in (np.nanargmin, np.nanargmax))
+    lo, hi = absolute[k, m], absolute[p, q]
+    R = MAX_LINK_BANDWIDTH_RATIO
+    bad = (values > lo * R) | (values * R < hi)
+    if np.any(bad):
+        k_bad = int(np.argmax(bad))
+        v = float(values[k_bad])
+        if v > lo * R:
+            why = (f"{v / lo:.3g} times the slowest other link [{names[k]!r} -> {names[m]!r}] = "
+                   f"{describe(lo, 'byte_rate')}")
+        else:
+            why = (f"the fastest other link [{names[p]!r} -> {names[q]!r}] = "
+                   f"{describe(hi, 'byte_rate')} is {hi / v:.3g} times it")
+        raise ScenarioError(f"{what} = {given[k_bad]!r} {unit}: {why}; at most {R:.0e} times "
+                            "(bandjax._limits.MAX_LINK_BANDWIDTH_RATIO)")
 
 
 class DataLinks(Links):

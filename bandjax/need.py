@@ -401,8 +401,9 @@ def required_bandwidth(scenario: Scenario | None = None, utilisation=DEFAULT_UTI
       target: ``"utilisation"`` (compute utilisation, the closed form above) or ``"goodput"``
         (compute utilisation x ETTR at the scenario's failure rate, docs/model.md section 17:
         :func:`needed_goodput_Bps`); ``utilisation`` then holds goodput targets.
-      **grid: any other argument of :func:`bandjax.sweep` but ``bandwidth`` (``H``, ``model``,
-        ``dcs``, ``wan_latency_s``, ...): each a scalar or a sequence (a dimension).
+      **grid: any other argument of :func:`bandjax.sweep` but ``bandwidth`` and
+        ``link_bandwidth`` (``H``, ``model``, ``dcs``, ``wan_latency_s``, ``link`` with
+        ``link_latency_s``, ...): each a scalar or a sequence (a dimension).
 
     Returns:
       An ``xarray.Dataset`` over (utilisation, the swept dimensions, variant) with
@@ -424,9 +425,10 @@ def required_bandwidth(scenario: Scenario | None = None, utilisation=DEFAULT_UTI
     ``sites`` where the wait for the slowest site alone leaves the target out of reach.
     """
     sc = reference() if scenario is None else scenario
-    if "bandwidth" in grid or "wan_Bps" in grid:
-        raise ValueError("bandwidth: required_bandwidth solves for the WAN bandwidth; sweep any "
-                         "other parameter instead")
+    for name in ("bandwidth", "wan_Bps", "link_bandwidth"):
+        if name in grid:
+            raise ValueError(f"{name}: required_bandwidth solves for the WAN bandwidth (every link "
+                             "in proportion); sweep any other parameter instead")
     lo, hi = _check_range(range_GBps)
     if target not in TARGETS:
         raise ValueError(f"target = {target!r} is not known; allowed: {', '.join(TARGETS)}")

@@ -14,15 +14,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import links as _links
+from ._limits import MAX_LINK_SWEEP_VALUES
 from .labels import COORD_ATTRS, as_list, as_values, budgets_FLOPs, is_dimension, models, positive
 from .scenario import (ACTIVE_PRESETS, BASES, CHOICES, DEFAULT_UTILISATION, FIELDS, GPUS,
-                       STUDY_GPU_FLOPs, Scenario, check_field, check_methods, choice_index)
+                       MAGNITUDES, STUDY_GPU_FLOPs, Scenario, check_field, check_methods,
+                       choice_index)
 from .units import SI, ScenarioError, _digits, significant
 from .variants import TOPOLOGIES
 
 # Named arguments, in the order their dimensions appear; each sets these scenario fields.
-NAMED = ("bandwidth", "enob", "budget", "model", "gpu", "dcs", "topology", "workers_per_dc", "H",
-         "basis")
+NAMED = ("bandwidth", "link_bandwidth", "link_latency_s", "enob", "budget", "model", "gpu", "dcs",
+         "topology", "workers_per_dc", "H", "basis")
 # A named argument and the field it sets: giving both is an error.
 SAME_FIELD = {"bandwidth": "wan_Bps", "H": "sync_every_H", "budget": "budget_FLOPs",
               "model": "params", "gpu": "gpu_peak_FLOPs", "dcs": "dcs", "topology": "topology",
@@ -56,6 +59,9 @@ class Grid:
       variants: the selected variant ids; variant_is_dim: whether variant is a dimension;
         index: their positions in the scenario's registry.
       extra_coords: name -> (dims, values, attrs) for derived coordinates (``params`` of a model).
+      links: where one link is swept (``link_bandwidth``, ``link_latency_s``), the scenario's
+        links table at every grid point, (bandwidth_rel, latency_rel), each (K, K) then the
+        grid's axes (1 where it does not vary; no grid axes where it is not swept); else None.
 
     A grid is not changed once parsed (a scenario may keep it for its sweeps): its ``shape`` is
     found once.
@@ -70,6 +76,7 @@ class Grid:
     variant_is_dim: bool
     index: list
     extra_coords: dict
+    links: tuple | None = None
 
     @property
     def dims(self) -> list[str]:
@@ -110,9 +117,91 @@ def _gpu_fields(sc: Scenario, names, utilisation_given: bool) -> tuple[list, dic
     return list(names), out
 
 
+def _swept_link(sc: Scenario, link, values: dict, given: dict, fields: dict):
+    """The links a sweep's ``link`` names (index pairs, :func:`bandjax.links.parse_link`), or
+    None where it names none. ``values``: ``link_bandwidth`` and ``link_latency_s`` as given.
+    Refused: a link's values without ``link`` or ``link`` without values, a scenario without a
+    links table, and a link's values beside the argument that scales every link."""
+    named = [k for k, v in values.items() if v is not None]
+    if link is None:
+        if named:
+            raise ScenarioError(f"{named[0]}: name the link it sets with link='source -> target' "
+                                "(or link='a <-> b', both directions)")
+        return None
+    if not named:
+        raise ScenarioError(f"link = {link!r}: give the values it takes, link_bandwidth (GB/s) "
+                            "or link_latency_s (s)")
+    if sc.links is None:
+        raise ScenarioError(f"link = {link!r}: this scenario's links are equal (it has no links "
+                            "table); give one with Scenario.with_links or Scenario.with_link, or "
+                            "sweep every link at once with bandwidth or wan_latency_s")
+    for arg, every in (("link_bandwidth", ("bandwidth", "wan_Bps")),
+                       ("link_latency_s", ("wan_latency_s",))):
+        for other in every:
+            if values[arg] is not None and (given.get(other) is not None or other in fields):
+                raise ScenarioError(f"{arg} and {other}: {other} scales every link in proportion, "
+                                    f"{arg} sets link {link!r} alone; give one")
+    for name in ("wan_Bps", "wan_latency_s"):
+        if np.size(getattr(sc, name)) != 1:
+            raise ScenarioError(f"link = {link!r}: the scenario's {name} must be one value to "
+                                f"sweep a link, not shape {np.shape(getattr(sc, name))}")
+    return _links.parse_link(link, sc.links.names)
+
+
+def _link_values(name: str, raw, link: str, unit: str, scale: float, zero_ok: bool,
+                 K: int) -> tuple:
+    """A swept link's values: (coordinates as given, in ``unit``; the same in SI, a float
+    array). Their number is bounded first (:data:`bandjax._limits.MAX_LINK_SWEEP_VALUES` values
+    in the K x K tables they make); each must be a real number, finite, > 0 (or >= 0 where
+    ``zero_ok``), and where not 0 within the magnitudes bandjax computes with
+    (:data:`bandjax.scenario.MAGNITUDES`, in SI), else a :class:`ScenarioError` names the
+    argument, the link, the value as given and what is allowed, in ``unit``."""
+    vals, _ = as_values(name, raw)
+    n = vals.size if isinstance(vals, np.ndarray) else len(vals)
+    if K * K * n > MAX_LINK_SWEEP_VALUES:
+        raise ValueError(f"{name}: {n:,} values make {n:,} tables of {K} x {K} ({K * K * n:,} "
+                         f"values); at most {MAX_LINK_SWEEP_VALUES:,} "
+                         "(bandjax._limits.MAX_LINK_SWEEP_VALUES): give fewer values")
+    where, allowed = f"{name} [{link}]", f"a finite number {'>=' if zero_ok else '>'} 0 {unit}"
+    x = vals
+    if not isinstance(vals, np.ndarray):
+        for v in vals:
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
+                                                                      np.floating)):
+                raise ScenarioError(f"{where} = {v!r}: expected {allowed}")
+        try:
+            x = np.asarray(vals, dtype=float)
+        except OverflowError:  # an integer past the largest float
+            big = next(v for v in vals if isinstance(v, int) and abs(v) > 2**1023)
+            raise ScenarioError(f"{where} = {_digits(big)}: must be {allowed}") from None
+    typed = vals.tolist() if isinstance(vals, np.ndarray) else vals  # as Python writes them
+    with np.errstate(over="ignore", invalid="ignore"):
+        si = x * scale
+        good = np.isfinite(x) & ((x >= 0) if zero_ok else (x > 0))
+    if not np.all(good):
+        raise ScenarioError(f"{where} = {typed[int(np.argmin(good))]!r}: must be {allowed}")
+    lo, hi = MAGNITUDES
+    sane = (si == 0) | ((np.abs(si) >= lo) & (np.abs(si) <= hi))  # inf (x * scale) too
+    if not np.all(sane):
+        raise ScenarioError(f"{where} = {typed[int(np.argmin(sane))]!r} {unit}: outside the "
+                            f"magnitudes bandjax computes with, {lo / scale:g} to {hi / scale:g} "
+                            f"{unit}{' (or 0)' if zero_ok else ''}")
+    return (x if isinstance(vals, np.ndarray) else x.tolist()), si
+
+
+def _on_axis(table: np.ndarray, dims: list, name: str) -> np.ndarray:
+    """A swept links table (K, K, n) with its n values on axis ``name`` of ``dims``, after its
+    (K, K) (1 along the other axes); its one value's (K, K) where ``name`` is not a dimension."""
+    if name not in dims:
+        return table[..., 0]
+    shape = [*table.shape[:2]] + [1] * len(dims)
+    shape[2 + dims.index(name)] = -1
+    return table.reshape(shape)
+
+
 def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None, model=None,
           gpu=None, dcs=None, topology=None, workers_per_dc=None, H=None, basis=None,
-          **fields) -> Grid:
+          link=None, link_bandwidth=None, link_latency_s=None, **fields) -> Grid:
     """The grid that the sweep arguments describe (see :func:`bandjax.sweep` for each argument).
 
     Every value is checked here, with the same error as :meth:`Scenario.replace` for a field given
@@ -125,7 +214,7 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
     for name in fields:
         if name not in FIELDS:
             raise ValueError(f"{name} is not a sweep argument or scenario field; allowed: "
-                             f"{', '.join(NAMED)}, variant, {', '.join(FIELDS)}")
+                             f"{', '.join(NAMED)}, link, variant, {', '.join(FIELDS)}")
     for arg, fld in SAME_FIELD.items():
         if given.get(arg) is not None and fld in fields and arg != fld:
             raise ValueError(f"{arg} and {fld} both set {fld}; give one")
@@ -170,6 +259,25 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
             raise ValueError(f"bandwidth = {bad!r}: must be a finite number > 0 GB/s whose B/s is "
                              f"finite (at most {significant(np.finfo(float).max / 1e9, 3)} GB/s)")
         add("bandwidth", bandwidth, gbps, {"wan_Bps": bps})
+    pairs = _swept_link(sc, link, {"link_bandwidth": link_bandwidth,
+                                   "link_latency_s": link_latency_s}, given, fields)
+    tables = {}
+    if pairs is not None:
+        text, K = _links.link_text(pairs, sc.links.names), sc.links.K
+        for name, value, unit, scale, leaf, kind in (
+                ("link_bandwidth", link_bandwidth, "GB/s", 1e9, "wan_Bps", "bandwidth"),
+                ("link_latency_s", link_latency_s, "s", 1.0, "wan_latency_s", "one-way latency")):
+            if value is None:
+                continue
+            coords, si = _link_values(name, value, link, unit, scale, name == "link_latency_s", K)
+            bw = name == "link_bandwidth"
+            tables[name] = _links.swept_tables(
+                sc.links.bandwidth_rel if bw else sc.links.latency_rel,
+                float(np.asarray(getattr(sc, leaf))), pairs, si, bandwidth=bw,
+                what=f"{name} [{link}]", names=sc.links.names, given=coords, unit=unit)
+            add(name, value, coords, {leaf: tables[name][0]},
+                {"units": unit, "long_name": f"{kind} of link {text} alone (every other link "
+                                             "keeps its own)", "link": text})
     enobs = [float(sc.enob)]
     if enob is not None:
         vals, _ = as_list("enob", enob)
@@ -273,6 +381,12 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
         for k, v in a.fields.items():
             leaves[k] = np.reshape(np.asarray(v, dtype=float), shape)
 
+    links = None
+    if tables:
+        own = {"link_bandwidth": sc.links.bandwidth_rel, "link_latency_s": sc.links.latency_rel}
+        links = tuple(_on_axis(tables[n][1], [a.name for a in axes], n) if n in tables else own[n]
+                      for n in own)
+
     # Steps to target, resolved here: a table (enob, basis, variant) indexed onto the grid.
     table = np.array([[[sc.steps_of(vid, e, b) for vid in registry] for b in bases] for e in enobs])
     dims = [a.name for a in axes]
@@ -287,4 +401,5 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
     steps = table[axis_index("enob", len(enobs)), axis_index("basis", len(bases)),
                   np.arange(len(registry))]
     return Grid(axes=axes, scalars=scalars, scalar_attrs=scalar_attrs, leaves=leaves, steps=steps,
-                variants=list(vids), variant_is_dim=variant_is_dim, index=index, extra_coords=extra)
+                variants=list(vids), variant_is_dim=variant_is_dim, index=index, extra_coords=extra,
+                links=links)

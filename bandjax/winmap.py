@@ -23,6 +23,7 @@ where along it a given variant starts to win) on the small map, not on a per-var
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 import threading
@@ -35,6 +36,7 @@ import numpy as np
 import xarray as xr
 
 from .grid import DTYPES, label, precision, scenario_arrays
+from .links import DataLinks, flatten, unflatten
 from .scenario import Scenario, reference
 from . import failures as _failures
 from . import sites as _sites
@@ -174,8 +176,9 @@ def winner(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budge
     Args:
       scenario: the parameters; the reference scenario by default. The grid arguments
         (``bandwidth``, ``enob``, ``budget``, ``variant``, ``model``, ``gpu``, ``dcs``,
-        ``topology``, ``workers_per_dc``, ``H``, ``basis`` and any field by name) are as for
-        :func:`bandjax.sweep` (GB/s, GFLOP/s, bits, ...).
+        ``topology``, ``workers_per_dc``, ``H``, ``basis``, ``link`` with ``link_bandwidth`` or
+        ``link_latency_s``, and any field by name) are as for :func:`bandjax.sweep` (GB/s,
+        GFLOP/s, bits, ...).
       dtype: ``"float64"`` (default) or ``"float32"``: the precision of the fused pass. float32
         is faster; over the reference grid of ``benchmarks/winner_bench.py`` its times differ from
         float64's by at most 2.5e-7 relative (BENCHMARKS.md, ``float32.max_rel_err``), so it can
@@ -275,8 +278,8 @@ def winner_arrays(sc: Scenario, g: Grid, *, dtype: str = "float64", chunk: int |
         def run(sl):
             if sl is None:
                 return _unpack(*solve(sc_arrays, steps))
-            cut = lambda x: _cut(x, axis, sl, len(shape))  # noqa: E731
-            return _unpack(*solve(jax.tree.map(cut, sc_arrays), cut(steps)))
+            return _unpack(*solve(_cut_scenario(sc_arrays, axis, sl, len(shape)),
+                                  _cut(steps, axis, sl, len(shape))))
 
         if len(parts) == 1:
             out = [np.broadcast_to(np.asarray(a), shape) for a in run(parts[0])]
@@ -286,6 +289,17 @@ def winner_arrays(sc: Scenario, g: Grid, *, dtype: str = "float64", chunk: int |
                np.empty(shape, ftype)]
         _in_threads(run, parts, out, axis, shape, threads)
     return dict(zip(OUTPUTS, out))
+
+
+def _cut_scenario(sc: Scenario, axis: int, sl: slice, ndim: int) -> Scenario:
+    """``sc`` along grid ``axis``: each leaf (:func:`_cut`), and a links table held as data along
+    its grid axes, which follow its (K, K)."""
+    links = sc.links
+    out = jax.tree.map(lambda x: _cut(x, axis, sl, ndim), dataclasses.replace(sc, links=None))
+    if isinstance(links, DataLinks):
+        tables = flatten(links)[0]
+        links = unflatten(links.names, tuple(_cut(t, axis + 2, sl, ndim + 2) for t in tables))
+    return dataclasses.replace(out, links=links)
 
 
 def _cut(x, axis: int, sl: slice, ndim: int):

@@ -88,10 +88,34 @@ def test_winner_writes_zarr_whole(tmp_path, capsys):
     np.testing.assert_array_equal(ds["winner"].values, direct["winner"].values)
 
 
+def test_winner_over_one_links_latency(tmp_path, capsys):
+    """``--over link 'A <-> B' --over link_latency_s ...``: the map bandjax.winner gives with the
+    same arguments (the printed regions read off it), naming that axis."""
+    B = np.array([[0, 100, 10], [100, 0, 5], [10, 5, 0]]) * 1e9 / 8
+    L = np.array([[0, 10, 40], [10, 0, 50], [40, 50, 0]]) * 1e-3
+    sc = bandjax.reference().replace(topology="mesh").with_links(B, L, ["us", "mid", "eu"])
+    path = tmp_path / "links.toml"
+    bandjax.save(sc, path)
+    nc = tmp_path / "map.nc"
+    assert cli.main(["winner", "--scenario", str(path), "--points", "30", "--over", "link",
+                     "mid <-> eu", "--over", "link_latency_s", "0.001", "0.2",
+                     "--write", str(nc)]) == 0
+    blocks = _rows(capsys.readouterr().out)
+    assert list(blocks) == ["link_latency_s = 0.001 s", "link_latency_s = 0.2 s"]
+    want = bandjax.winner(bandjax.load(path), bandwidth=np.geomspace(0.1, 1000, 30),
+                          link="mid <-> eu", link_latency_s=[0.001, 0.2])
+    got = xr.open_dataset(nc)
+    np.testing.assert_array_equal(got["winner"].values, want["winner"].values)
+    np.testing.assert_allclose(got["time_to_target_s"].values, want["time_to_target_s"].values,
+                               rtol=1e-12)
+    assert got["link_latency_s"].attrs["link"] == "mid -> eu and eu -> mid"
+
+
 @pytest.mark.parametrize("argv, says", [
     (["--over", "nope", "1"], "--over: nope is not a sweep argument or scenario field"),
     (["--over", "budget"], "--over budget: give one value or more after the name"),
     (["--over", "bandwidth", "1", "2"], "--over bandwidth: the bandwidth is the table's axis"),
+    (["--over", "link_bandwidth", "1"], "--over link_bandwidth: the table's axis is every link's"),
     (["--over", "dcs", "2", "--over", "dcs", "4"], "--over dcs given twice"),
     (["--bandwidth", "0", "1"], "--bandwidth 0 1: must be GB/s with 0 < LO <= HI"),
     (["--points", "0"], "--points 0: must be a whole number of points in 1 .. 100,000"),

@@ -36,6 +36,10 @@ def check_winner_args(args) -> None:
         if name in ("bandwidth", "wan_Bps"):
             raise ValueError(f"--over {name}: the bandwidth is the table's axis; give its range "
                              "with --bandwidth LO HI")
+        if name == "link_bandwidth":
+            raise ValueError("--over link_bandwidth: the table's axis is every link's bandwidth "
+                             "(--bandwidth LO HI); sweep one link's own with bandjax.sweep(sc, "
+                             "link=..., link_bandwidth=...)")
         if name in ("variant",):
             raise ValueError("--over variant: give the competing variants with --variant")
         if name in seen:
@@ -191,7 +195,9 @@ def register_cli(sub) -> None:
     p.add_argument("--over", nargs="+", action="append", metavar=("FIELD", "VALUE"),
                    help="another grid axis: a name (budget, enob, dcs, topology, model, gpu, H, "
                         "workers_per_dc or any scenario field) and its values in the sweep's "
-                        "units (budget in GFLOP/s or free, low, high); repeat for more axes")
+                        "units (budget in GFLOP/s or free, low, high); repeat for more axes. "
+                        "One link's latency alone: --over link 'A -> B' (or 'A <-> B', both "
+                        "ways) --over link_latency_s S ...")
     p.add_argument("--basis", choices=("hypothesis", "exact"),
                    help="the steps basis (default: the scenario's)")
     p.add_argument("--variant", nargs="+", metavar="V",
