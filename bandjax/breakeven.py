@@ -51,7 +51,7 @@ from .roots import (A_WINS, B_WINS, CROSSES, NEITHER, NOT_AVAILABLE, STATUS_NAME
 from .links import scaling_note
 from .parameters import FIXED_PREFIX, scenario_parameter, with_parameters
 from .scenario import BASES, FIELDS, Scenario, numbers
-from .units import _digits
+from .units import SI, _digits
 from .step import (COMPONENTS, STAGES, budget_break_even_FLOPs, col, fragment_parts_s, inner_compute_s,
                    module_stages_s, step_s, sum_parts, sync_method, traffic_B, window_compute_s,
                    window_s)
@@ -789,8 +789,7 @@ def parameter_units(parameter: str) -> str:
     """The SI units of a parameter of :func:`parameters`."""
     units = FIELDS[parameter][2] if parameter in FIELDS else (
         "s" if parameter.startswith("fixed_s.") else "steps")
-    return {"byte_rate": "B/s", "flop_rate": "FLOP/s", "sample_rate": "S/s", "time": "s",
-            "power": "W", "count": "1"}.get(units, units)
+    return SI.get(units, units)
 
 
 # --------------------------------------------------------------------------- budget and ENOB

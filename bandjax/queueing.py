@@ -55,6 +55,7 @@ from jax.scipy.special import erfcx, log_ndtr, ndtr
 from . import _jax
 from .scenario import Scenario
 from .links import differ
+from .units import plain
 from .step import COMPONENTS, col, fragment_parts_s, sum_parts, sync_method, traffic_B, window_s
 
 # Stated relative accuracy of shared_wan_step_s against the event engine's steady-state mean step,
@@ -120,7 +121,7 @@ def accuracy(sc: Scenario) -> dict:
                     default=ACCURACY)
         where = f"K = {K} not measured: the largest over the measured K, {topology}"
     return {"accuracy": above, "accuracy_up_to_split": up_to,
-            "basis": f"({up_to:.0%} up to load {SPLIT_LOAD:g}, {above:.0%} to 0.95, against the "
+            "basis": f"({up_to:.0%} up to load {plain(SPLIT_LOAD)}, {above:.0%} to 0.95, against the "
                      f"engine's steady-state mean; {where})"}
 
 

@@ -28,7 +28,7 @@ from ._io import atomic_write_text
 from ._limits import MAX_LINK_DCS
 from .links import Links
 from .sites import Sites, _real, check_positive, check_workers
-from .units import ScenarioError, _digits, describe, format_quantity, parse, shown
+from .units import ScenarioError, _digits, describe, format_quantity, parse, plain, shown
 from .variants import NEVER, TOPOLOGIES, Rule, Variant
 
 if sys.version_info >= (3, 11):
@@ -271,9 +271,9 @@ def allowed_text(name: str) -> str:
     unit = unit.split(" ", 1)[1] if isinstance(unit, str) else ""
     kind = "a whole number " if whole else ""
     if math.isinf(hi):
-        text = f"{kind}{'>=' if lo_ok else '>'} {lo:g}"
+        text = f"{kind}{'>=' if lo_ok else '>'} {plain(lo)}"
     else:
-        text = f"{kind}in {'[' if lo_ok else '('}{lo:g}, {hi:g}{']' if hi_ok else ')'}"
+        text = f"{kind}in {'[' if lo_ok else '('}{plain(lo)}, {plain(hi)}{']' if hi_ok else ')'}"
     text += f" {unit}" if unit else ""
     return text + (" or 'free'" if inf_ok else "")
 
@@ -835,7 +835,7 @@ def _check_fixed_by_sites(sites, changes: dict, links) -> None:
         if concrete and not np.allclose(np.asarray(x, dtype=float), value, rtol=1e-12, atol=0.0):
             raise ScenarioError(
                 f"{_where(name)} = {x!r}: this scenario has per-site values for {sites.K} DCs "
-                f"({', '.join(sites.names)}, workers {', '.join(f'{n:g}' for n in sites.workers)}), "
+                f"({', '.join(sites.names)}, workers {', '.join(map(plain, sites.workers))}), "
                 f"so {'K' if name == 'dcs' else 'n (the mean N / K)'} comes from its sites table; "
                 "give new sites with with_sites(...) instead")
     if links is not None and links.names != sites.names:
@@ -943,8 +943,8 @@ def _check_relations(sc: Scenario) -> None:
         with np.errstate(over="ignore"):
             largest = float(np.max(sizes[0])) * per_param
         if not math.isfinite(largest) or largest > MAX_BYTES:
-            raise ScenarioError(f"[model] params = {float(np.max(sizes[0])):g}: "
-                                f"its byte counts (x {per_param:g} B a parameter) would overflow; "
+            raise ScenarioError(f"[model] params = {plain(float(np.max(sizes[0])))}: "
+                                f"its byte counts (x {plain(per_param)} B a parameter) would overflow; "
                                 f"at most {MAX_BYTES / per_param:.3g} parameters")
 
 

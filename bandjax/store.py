@@ -42,6 +42,7 @@ import xarray as xr
 
 from ._limits import MAX_CHUNKS, MAX_STORE_POINTS, MIN_CHUNK_B, describe_bytes
 from .grid import sweep
+from .units import plain
 
 OF = ("sweep", "winner")  # what a store holds: the sweep's Dataset or the winner map's
 
@@ -269,7 +270,7 @@ class _Dask:
             except ConnectionError as e:
                 cause = str(e).rsplit(" (", 1)[-1].rstrip(")") if " (" in str(e) else "no answer"
                 raise ConnectionError(f"scheduler = {scheduler!r}: no dask scheduler answered "
-                                      f"within {CONNECT_TIMEOUT_S:g} s ({cause})") from None
+                                      f"within {plain(CONNECT_TIMEOUT_S)} s ({cause})") from None
         else:
             raise ValueError(f"scheduler = {scheduler!r} is not known; allowed: None (in process), "
                              "'local' (a 2-worker LocalCluster) or an address 'tcp://host:port'")

@@ -17,7 +17,7 @@ import numpy as np
 from .labels import COORD_ATTRS, as_list, as_values, budgets_FLOPs, is_dimension, models, positive
 from .scenario import (ACTIVE_PRESETS, BASES, CHOICES, DEFAULT_UTILISATION, FIELDS, GPUS,
                        STUDY_GPU_FLOPs, Scenario, check_field, check_methods, choice_index)
-from .units import SI, ScenarioError, _digits
+from .units import SI, ScenarioError, _digits, significant
 from .variants import TOPOLOGIES
 
 # Named arguments, in the order their dimensions appear; each sets these scenario fields.
@@ -168,7 +168,7 @@ def parse(sc: Scenario, *, bandwidth=None, enob=None, budget=None, variant=None,
             typed = vals.tolist() if isinstance(vals, np.ndarray) else vals  # as Python writes it
             bad = typed[int(np.argmin(np.isfinite(bps)))]
             raise ValueError(f"bandwidth = {bad!r}: must be a finite number > 0 GB/s whose B/s is "
-                             f"finite (at most {np.finfo(float).max / 1e9:.3g} GB/s)")
+                             f"finite (at most {significant(np.finfo(float).max / 1e9, 3)} GB/s)")
         add("bandwidth", bandwidth, gbps, {"wan_Bps": bps})
     enobs = [float(sc.enob)]
     if enob is not None:

@@ -40,6 +40,7 @@ from .metrics import steps_to_target, time_to_target_s
 from .parameters import FIXED_PREFIX, with_parameters
 from .scenario import Scenario, field_table
 from .step import step_s
+from .units import plain, significant
 
 QUANTILES = (0.05, 0.5, 0.95)
 SKEWED = 0.1  # |Bowley skewness| of the Monte Carlo quantiles above which the delta interval is not shown first
@@ -232,9 +233,10 @@ class BreakEvenUncertainty:
         q, d = self.quantiles_GBps, self.delta_GBps
         skew = (f"; the Monte Carlo is skewed ({self.skewness:+.2f}), so the delta method's symmetric "
                 "interval misplaces it" if self.skewed else "")
-        return (f"{self.a} vs {self.b} ({self.basis}): break-even median {q[1]:.4g} GB/s, 90% "
-                f"interval {q[0]:.4g} to {q[2]:.4g} GB/s (Monte Carlo, {self.crossing_share:.1%} of "
-                f"samples cross in range); delta method {d[1]:.4g} GB/s, {d[0]:.4g} to {d[2]:.4g} GB/s"
+        g = lambda x: significant(x, 4)  # noqa: E731
+        return (f"{self.a} vs {self.b} ({self.basis}): break-even median {g(q[1])} GB/s, 90% "
+                f"interval {g(q[0])} to {g(q[2])} GB/s (Monte Carlo, {self.crossing_share:.1%} of "
+                f"samples cross in range); delta method {g(d[1])} GB/s, {g(d[0])} to {g(d[2])} GB/s"
                 + skew)
 
 
@@ -330,7 +332,7 @@ def propagate_break_even(sc: Scenario, a: str, b: str, uncertain, samples: int =
     lo_GBps = lo_GBps if lo is None else float(lo) / 1e9
     hi_GBps = hi_GBps if hi is None else float(hi) / 1e9
     if not 0 < lo_GBps < hi_GBps < math.inf:
-        raise ValueError(f"lo, hi = {lo_GBps:g}, {hi_GBps:g} GB/s: must be 0 < lo < hi, finite")
+        raise ValueError(f"lo, hi = {plain(lo_GBps)}, {plain(hi_GBps)} GB/s: must be 0 < lo < hi, finite")
     a, b = _be.resolve_variant(a, sc.variants), _be.resolve_variant(b, sc.variants)
     d, steps0, static = prepare(sc, a, b, uncertain, samples, seed, basis)
     grid = np.geomspace(lo_GBps, hi_GBps, 33) if bandwidth is None else np.atleast_1d(

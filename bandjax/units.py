@@ -26,12 +26,18 @@ UNITS: dict[str, dict[str, float]] = {
     "count": {"": 1.0},
     # a rate of events per hour (failures of one worker): the field's unit is in its name
     "per_hour": {"/h": 1.0, "/day": 1 / 24},
+    # a throughput (no scenario field has it; the sites' questions answer in it)
+    "token_rate": {"tokens/s": 1.0, "ktokens/s": 1e3, "Mtokens/s": 1e6, "Gtokens/s": 1e9},
 }
 
 # dimension -> its SI unit, as written in attrs["units"]
 SI = {"byte_rate": "B/s", "time": "s", "flop_rate": "FLOP/s", "sample_rate": "S/s", "power": "W",
       "energy_per_flop": "J/FLOP", "energy_per_bit": "J/bit", "bytes": "B", "count": "1",
-      "per_hour": "1/h"}
+      "per_hour": "1/h", "token_rate": "tokens/s"}
+# an SI unit as attrs["units"] and results.json write it -> its dimension
+DIMENSIONS = {unit: dimension for dimension, unit in SI.items()}
+
+MOST_FIGURES = 6  # significant figures, at most, of a computed number a reader is shown
 
 
 class ScenarioError(ValueError):
@@ -98,6 +104,12 @@ def significant(x: float, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
+def plain(x: float) -> str:
+    """A number as a message gives one it was given, or a setting: at most :data:`MOST_FIGURES`
+    significant figures (12.5, 0.001, 1e-09; 100,000 written out), by :func:`significant`."""
+    return significant(x, MOST_FIGURES)
+
+
 def describe(value: float, dimension: str, digits: int = 4) -> str:
     """A value in SI as a reader sees it: ``digits`` significant figures in the dimension's file
     unit (``"66.46 ms"``), or, where that would take an exponent, in the decimal unit of the
@@ -120,15 +132,41 @@ def describe(value: float, dimension: str, digits: int = 4) -> str:
     return f"{text} {unit}"
 
 
+def describe_si(value: float, unit: str, digits: int = 4) -> str:
+    """A value labelled with its SI unit (``attrs["units"]``, a results.json ``units`` key), as
+    :func:`describe` shows its dimension (``"B/s"``: ``"12.5 GB/s"``); a unit of no dimension
+    here (``"steps"``) stays beside the number."""
+    if unit in DIMENSIONS:
+        return describe(value, DIMENSIONS[unit], digits)
+    return f"{significant(value, digits)} {unit}".rstrip()
+
+
+# the units a duration is read in, largest first: hours and minutes too, unlike describe's
+_DURATION = (("h", 3600.0), ("min", 60.0), ("s", 1.0), ("ms", 1e-3), ("us", 1e-6))
+
+
+def duration(seconds: float, digits: int = 4) -> str:
+    """A duration in the largest of h, min, s, ms and us that keeps the number at or above 1, to
+    ``digits`` significant figures (``"2.5 h"``, ``"40 s"``, ``"66.46 ms"``), in ns below 1 us;
+    0, inf and nan in s."""
+    seconds = float(seconds)
+    if seconds == 0 or not math.isfinite(seconds):
+        return f"{significant(seconds)} s"
+    for unit, size in _DURATION:
+        if abs(seconds) >= size:
+            return f"{significant(seconds / size, digits)} {unit}"
+    return f"{significant(seconds * 1e9, digits)} ns"
+
+
 def shown(value: float, dimension: str) -> str | float | int:
     """A value for a message: as a file writes it (:func:`format_quantity`) where that takes at
-    most 6 significant figures, so a value as typed reads back as typed; a computed value with
-    more, to 6 (:func:`describe`)."""
+    most :data:`MOST_FIGURES` significant figures, so a value as typed reads back as typed; a
+    computed value with more, to :data:`MOST_FIGURES` (:func:`describe`)."""
     text = format_quantity(value, dimension)
     number = str(text).split(" ", 1)[0]
-    if len(number.split("e")[0].replace("-", "").replace(".", "").lstrip("0")) <= 6:
+    if len(number.split("e")[0].replace("-", "").replace(".", "").lstrip("0")) <= MOST_FIGURES:
         return text
-    return describe(value, dimension, 6)
+    return describe(value, dimension, MOST_FIGURES)
 
 
 def format_quantity(value: float, dimension: str) -> str | float | int:

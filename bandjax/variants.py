@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .units import _digits
+from .units import _digits, plain
 
 LINKS = ("port", "qsfp", "wan")
 PAYLOADS = ("dense", "topk", "band_gpu", "band_transit")
@@ -224,11 +224,11 @@ def check_method(v: Variant, H) -> None:
     of the H a sweep or a scenario gives it); the message names the variant, key, value and range."""
     H = np.asarray(H, dtype=float)
     if np.any(v.delay > H - 1):
-        raise ValueError(f"variant {v.id!r}: delay = {v.delay!r} with H = {float(np.min(H)):g}: must "
+        raise ValueError(f"variant {v.id!r}: delay = {v.delay!r} with H = {plain(float(np.min(H)))}: must "
                          "be at most H - 1 inner steps")
     if np.any(v.fragments > H):
         raise ValueError(f"variant {v.id!r}: fragments = {v.fragments!r} with H = "
-                         f"{float(np.min(H)):g}: must be at most H")
+                         f"{plain(float(np.min(H)))}: must be at most H")
 
 
 _E_PRIME = Rule(hypothesis=("band_pluggable",), exact=("band_pluggable", "band_gpu"))

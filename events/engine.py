@@ -51,6 +51,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
+from bandjax.units import significant
+
 from . import stragglers as _st
 
 TRACE_STEPS = 5  # steps recorded in a run's trace (the explorer page animates them)
@@ -521,11 +523,12 @@ def wall_s(est: dict, workers: int = 1) -> float:
 
 
 def duration_text(seconds: float) -> str:
-    """A wall time for a message: "40 s", "6.1 min", "2.3 h", "4.2e+03 days"."""
+    """A wall time for a message, two significant figures or the whole number (three in
+    days; :func:`bandjax.units.significant`): "40 s", "6.1 min", "2.3 h", "4,200 days"."""
     for unit, size in (("s", 1.0), ("min", 60.0), ("h", 3600.0)):
         if seconds < 120 * size if unit != "h" else seconds < 48 * size:
-            return f"{seconds / size:.2g} {unit}" if seconds < 10 * size else f"{seconds / size:.0f} {unit}"
-    return f"{seconds / 86400:.3g} days"
+            return f"{significant(seconds / size, 2)} {unit}"
+    return f"{significant(seconds / 86400, 3)} days"
 
 
 def check_budget(est: dict, budget_s: float, workers: int = 1, what: str = "the sweep",

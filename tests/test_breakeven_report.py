@@ -88,7 +88,7 @@ def test_cli_budget_enob_sensitivity_and_inverse(capsys):
     step = bandjax.step_s(REF)
     ids = bandjax.variants.IDS
     tie = 2667 * float(step[ids.index("band_gpu_allreduce")]) / float(step[ids.index("band_switch")])
-    assert f"E' beats C' with steps_a below {tie:.0f} steps (now 2667 steps" in out
+    assert f"E' beats C' with steps_a below {tie:.0f} steps (now 2,667 steps" in out
 
 
 def test_cli_errors_name_the_value(capsys):

@@ -35,7 +35,7 @@ def _setup(out: str) -> list[str]:
 
 def _c_s(block: list[str]) -> float:
     m = TIME.search(block[1])
-    return float(m[1]) * UNIT_S[m[2]]
+    return float(m[1].replace(",", "")) * UNIT_S[m[2]]
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +65,7 @@ def test_setup_of_the_reference(argv, capsys):
     assert out.startswith(block[0])  # before the answer
     assert _c_s(block) == pytest.approx(float(sc.gpu_compute_s), rel=5e-6)
     assert _c_s(block) == pytest.approx(0.4918e-3, rel=1e-9)  # the study's calibrated c
-    assert ("6 FLOP/param/token x 7.91674e6 params (dense) x 512 tokens/worker / (the study's "
+    assert ("6 FLOP/param/token x 7,916,736 params (dense) x 512 tokens/worker / (the study's "
             "GPU, 49.4514 TFLOP/s effective, calibrated x 100% utilisation)") in block[1]
     assert float(sc.gpu_peak_FLOPs) / 1e12 == pytest.approx(49.4514, rel=5e-6)
     assert "K = 2 DCs of 4 workers each (8 in all), ring; overlap fraction f = 0 " in block[2]
@@ -92,7 +92,8 @@ def test_setup_of_a_scenario_unlike_the_reference(moe_file, argv, basis, role, c
     c = float(sc.gpu_compute_s)
     assert c == pytest.approx(6 * 37e9 * 512 / (989e12 * 0.4), rel=1e-12)  # section 14's c
     assert _c_s(block) == pytest.approx(c, rel=5e-6)
-    assert ("6 FLOP/param/token x 3.7e10 active params (of 6.71e11) x 512 tokens/worker / (GPU "
+    assert ("6 FLOP/param/token x 37,000,000,000 active params (of 671,000,000,000) x 512 "
+            "tokens/worker / (GPU "
             "h100, 989 TFLOP/s dense BF16 peak x 40% utilisation)") in block[1]
     assert "K = 3 DCs of 1 worker each (3 in all), ring; overlap fraction f = 0.25 " in block[2]
     assert block[3].startswith(f"  steps basis: {basis}")

@@ -36,8 +36,9 @@ def _rows(out: str) -> dict:
             at = line[:-1]
             blocks[at] = []
         elif (m := ROW.match(line)) and at is not None:
-            blocks[at].append((float(m[1]), float(m[2]), m[5], m[6].strip()))
-            assert float(m[3]) == pytest.approx(8 * float(m[1]), rel=1e-3)  # Gb/s = 8 x GB/s
+            lo, hi, lo_bits = (float(m[k].replace(",", "")) for k in (1, 2, 3))  # 1,000 GB/s
+            blocks[at].append((lo, hi, m[5], m[6].strip()))
+            assert lo_bits == pytest.approx(8 * lo, rel=1e-3)  # Gb/s = 8 x GB/s
     return blocks
 
 

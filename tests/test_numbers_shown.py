@@ -14,7 +14,7 @@ import pytest
 import bandjax as bj
 from bandjax import report
 from bandjax.scenario import ScenarioError, load
-from bandjax.units import describe, shown, significant
+from bandjax.units import describe, describe_si, duration, plain, shown, significant
 
 MOST = 6  # significant figures a reader is shown, at most
 
@@ -58,6 +58,14 @@ def test_one_formatter_figures_and_units():
     assert describe(3.125e9, "byte_rate") == "3.125 GB/s"
     # a message shows a value as a file writes it, unless that takes more than 6 figures
     assert shown(0.0227e-3, "time") == "0.0227 ms" and shown(1e14, "flop_rate") == "100 TFLOP/s"
+    # a number as given or a setting: at most 6 figures
+    assert plain(0.123456789) == "0.123457" and plain(1e-9) == "1e-09" and plain(12.5) == "12.5"
+    # a value labelled with its SI unit (attrs["units"]), or with a unit of no dimension
+    assert describe_si(12.5e9, "B/s") == "12.5 GB/s" and describe_si(2667, "steps") == "2,667 steps"
+    assert describe(1_223_210.3, "token_rate") == "1.223 Mtokens/s"  # not 7 figures written out
+    # a duration in the largest unit that keeps it at or above 1
+    assert [duration(x) for x in (9000, 40, 0.06646138, 6.1e-8, 0)] == [
+        "2.5 h", "40 s", "66.46 ms", "61 ns", "0 s"]
 
 
 def test_the_reference_report_prints_no_long_float(reference_report):

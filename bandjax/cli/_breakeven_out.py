@@ -10,26 +10,30 @@ from .. import variants as _v
 from ..links import scaling_note
 import numpy as np
 
-from ..report.sections.breakeven import BASIS_NOTE, ENOB_GRID_GBps, _budget_label, _fmt_value
+from ..report.sections.breakeven import BASIS_NOTE, ENOB_GRID_GBps, _budget_label
+from ..report.sections.common import fmt_value
+from ..units import describe, significant
+from ._setup import SIG, sig
 
 
 def print_bandwidth(sc, a, b, basis, lo, hi) -> None:
     r = be.break_even(sc, a, b, basis=basis, lo=lo, hi=hi)
     _header(sc, r, basis)
-    print(f"  WAN searched {r.lo / 1e9:g} to {r.hi / 1e9:g} GB/s")
+    print(f"  WAN searched {sig(r.lo / 1e9)} to {sig(r.hi / 1e9)} GB/s")
     if r.links_scaling:
         print(f"  {r.links_scaling}")
-    _print_crossings(sc, r, lambda x: f"{x / 1e9:.6g} GB/s = {8 * x / 1e9:.6g} Gb/s")
+    _print_crossings(sc, r, lambda x: f"{describe(x, 'byte_rate', SIG)} = {sig(8 * x / 1e9)} Gb/s")
 
 
 def print_budget(sc, a, b, basis, lo, hi) -> None:
     r = be.break_even(sc, a, b, over="budget", basis=basis, lo=lo, hi=hi)
     _header(sc, r, basis)
-    print(f"  module budget searched {r.lo / 1e9:g} to {r.hi / 1e9:g} GFLOP/s at "
-          f"{float(sc.wan_Bps) / 1e9:g} GB/s WAN")
-    _print_crossings(sc, r, lambda x: f"{x / 1e9:.6g} GFLOP/s")
+    print(f"  module budget searched {sig(r.lo / 1e9)} to {sig(r.hi / 1e9)} GFLOP/s at "
+          f"{describe(float(sc.wan_Bps), 'byte_rate', SIG)} WAN")
+    _print_crossings(sc, r, lambda x: describe(x, "flop_rate", SIG))
     budget = be.budget_break_even(sc)
-    print(f"  (the module's compute stops binding above {budget['numeric_GFLOPs']:.6g} GFLOP/s)")
+    print(f"  (the module's compute stops binding above "
+          f"{describe(budget['numeric_GFLOPs'] * 1e9, 'flop_rate', SIG)})")
 
 
 def print_enob(sc, a, b, basis, lo, hi) -> None:
@@ -45,15 +49,17 @@ def print_enob(sc, a, b, basis, lo, hi) -> None:
     if scaling_note(sc, ["bandwidth"]):
         print(f"  {scaling_note(sc, ['bandwidth'])}")
     for g, e in zip(grid, lowest):
-        print(f"  {g:>8g} GB/s = {8 * g:>6g} Gb/s: " + ("none" if np.isnan(e) else f"ENOB {e:g}"))
+        print(f"  {sig(g):>8} GB/s = {sig(8 * g):>6} Gb/s: "
+              + ("none" if np.isnan(e) else f"ENOB {sig(e)}"))
 
 
 def _header(sc, r: be.BreakEven, basis) -> None:
     dependent = set(_v.basis_dependent(sc.variants)) & {r.a, r.b}
     note = f"{basis} basis: {BASIS_NOTE[basis]}" if dependent else BASIS_NOTE[None]
-    steps = f"steps to target {r.steps_a:g} vs {r.steps_b:g}"
+    steps = f"steps to target {sig(r.steps_a)} vs {sig(r.steps_b)}"
     print(f"{sc.variant(r.a).short} ({r.a}) vs {sc.variant(r.b).short} ({r.b}), {note}; {steps}; "
-          f"module budget [{_budget_label(sc)}]; d calibrated; target loss {sc.steps.target_loss:g}")
+          f"module budget [{_budget_label(sc)}]; d calibrated; target loss "
+          f"{sig(sc.steps.target_loss)}")
 
 
 def _print_crossings(sc, r: be.BreakEven, fmt) -> None:
@@ -74,7 +80,7 @@ def _print_crossings(sc, r: be.BreakEven, fmt) -> None:
         after = pieces[j + 1][2] if j + 1 < len(pieces) else None
         if w == be.TIED:
             print(f"  tie from {fmt(x0)} to {fmt(x1)}: equal times to target (relative difference "
-                  f"<= {be.TIE_RTOL:g}); below: {said(before) if before else 'none (range start)'}; "
+                  f"<= {sig(be.TIE_RTOL)}); below: {said(before) if before else 'none (range start)'}; "
                   f"above: {said(after) if after else 'none (range end)'}")
         elif after is not None and after != be.TIED:
             k += 1
@@ -96,8 +102,8 @@ def print_achieve(sc, a, b, parameter, basis) -> None:
     elif c.status == "found":
         side = "below" if c.ratio < 1 else "above"
         print(f"  {sc.variant(a).short} beats {sc.variant(b).short} with {parameter} {side} "
-              f"{_fmt_value(c.required, c.units)} (now {_fmt_value(c.current, c.units)}; "
-              f"x {c.ratio:.4g} is the smallest change)")
+              f"{fmt_value(c.required, c.units)} (now {fmt_value(c.current, c.units)}; "
+              f"x {significant(c.ratio, 4)} is the smallest change)")
     else:
-        print(f"  no {parameter} in {_fmt_value(c.lo, c.units)} to "
-              f"{_fmt_value(c.hi, c.units)} makes {sc.variant(a).short} beat {sc.variant(b).short}")
+        print(f"  no {parameter} in {fmt_value(c.lo, c.units)} to "
+              f"{fmt_value(c.hi, c.units)} makes {sc.variant(a).short} beat {sc.variant(b).short}")

@@ -11,17 +11,9 @@ from __future__ import annotations
 import math
 
 from ..scenario import GPUS, STUDY_GPU_FLOPs
-
-SIG = 6  # significant figures, at most, of any number printed
-
-
-def sig(x: float) -> str:
-    """``x`` to at most :data:`SIG` significant figures, exponent without ``+`` or leading 0s."""
-    text = f"{float(x):.{SIG}g}"
-    if "e" in text:
-        mantissa, exponent = text.split("e")
-        text = f"{mantissa}e{int(exponent)}"
-    return text
+from ..units import MOST_FIGURES as SIG  # significant figures, at most, of any number printed
+from ..units import describe, significant
+from ..units import plain as sig  # a number to at most SIG significant figures
 
 
 def plural(n: float, word: str, words: str | None = None) -> str:
@@ -30,29 +22,24 @@ def plural(n: float, word: str, words: str | None = None) -> str:
 
 
 def time_text(seconds: float) -> str:
-    """A duration in the unit a person reads it in: s, ms, us or ns."""
-    for unit, size in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= size:
-            return f"{sig(seconds / size)} {unit}"
-    return f"{sig(seconds * 1e9)} ns"
+    """A step's duration, as :func:`bandjax.units.describe` shows a time: ms, or where that takes
+    an exponent or five whole digits, s, us or ns."""
+    return describe(seconds, "time", SIG)
 
 
 def rate_text(FLOPs: float) -> str:
-    """A rate in GFLOP/s, TFLOP/s or PFLOP/s."""
-    for unit, size in (("PFLOP/s", 1e15), ("TFLOP/s", 1e12)):
-        if FLOPs >= size:
-            return f"{sig(FLOPs / size)} {unit}"
-    return f"{sig(FLOPs / 1e9)} GFLOP/s"
+    """A rate in GFLOP/s, or TFLOP/s from 10,000 GFLOP/s (:func:`bandjax.units.describe`)."""
+    return describe(FLOPs, "flop_rate", SIG)
 
 
 def bandwidth_text(Bps: float) -> str:
-    """A WAN bandwidth in GB/s and Gbit/s."""
-    return f"{sig(Bps / 1e9)} GB/s = {sig(8 * Bps / 1e9)} Gbit/s"
+    """A WAN bandwidth in GB/s (:func:`bandjax.units.describe`) and Gbit/s."""
+    return f"{describe(Bps, 'byte_rate', SIG)} = {sig(8 * Bps / 1e9)} Gbit/s"
 
 
 def percent(x: float) -> str:
     """A share as a percentage, 4 significant figures (``-`` where it is not a number)."""
-    return "-" if not math.isfinite(x) else f"{100 * x:.4g}%"
+    return "-" if not math.isfinite(x) else f"{significant(100 * x, 4)}%"
 
 
 def gpu_text(sc) -> str:

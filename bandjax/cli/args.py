@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import math
 
+from ._setup import sig
+
 
 def scenario_arg(parser: argparse.ArgumentParser) -> None:
     """Add the common ``--scenario FILE`` option."""
@@ -78,7 +80,7 @@ def with_methods(sc, names, methods: bool, option: str = "--variant"):
 def check_bandwidth_range(lo: float, hi: float) -> None:
     """``--bandwidth LO HI``: finite GB/s with 0 < LO <= HI (one wording for every command)."""
     if not (math.isfinite(lo) and math.isfinite(hi) and 0 < lo <= hi):
-        raise ValueError(f"--bandwidth {lo:g} {hi:g}: must be GB/s with 0 < LO <= HI, finite")
+        raise ValueError(f"--bandwidth {sig(lo)} {sig(hi)}: must be GB/s with 0 < LO <= HI, finite")
 
 
 def check_points(points: int, most: int) -> None:
@@ -91,5 +93,5 @@ def check_once(option: str, values, what: str) -> None:
     """A list option names each value once: ``--load 0 0.5 0.5`` is refused, naming the repeat."""
     twice = sorted({x for x in values if list(values).count(x) > 1})
     if twice:
-        raise ValueError(f"{option} {' '.join(f'{x:g}' for x in values)}: "
-                         f"{', '.join(f'{x:g}' for x in twice)} given twice; give each {what} once")
+        raise ValueError(f"{option} {' '.join(map(sig, values))}: "
+                         f"{', '.join(map(sig, twice))} given twice; give each {what} once")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from ._setup import sig
 from .args import load_scenario, scenario_arg, variant_ids
 from ..scenario import BASES
 
@@ -27,7 +28,7 @@ def _check(args, sc) -> tuple[str, str, tuple[float, float] | tuple[None, None]]
         typed = {"budget": "GFLOP/s"}.get(args.over, "GB/s")
         lo_, hi_ = args.range
         if not (math.isfinite(lo_) and math.isfinite(hi_) and 0 < lo_ < hi_):
-            raise ValueError(f"--range {lo_:g} {hi_:g} {typed}: must satisfy 0 < lo < hi, both "
+            raise ValueError(f"--range {sig(lo_)} {sig(hi_)} {typed}: must satisfy 0 < lo < hi, both "
                              "finite")
         lo, hi = lo_ * 1e9, hi_ * 1e9  # GB/s and GFLOP/s alike
     if args.sensitivity and args.over == "enob":

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+from ..units import describe, duration, significant
+from ._setup import sig
 from .args import check_once, load_scenario, scenario_arg, with_methods
 from .need import status_text
 
@@ -17,13 +19,10 @@ DEFAULT_RANGE_GBps = (0.1, 1000.0)
 
 
 def _time(seconds: float) -> str:
-    """A duration in the unit a person reads it in."""
+    """A duration in the unit a person reads it in (:func:`bandjax.units.duration`)."""
     if not math.isfinite(seconds):
         return "never" if seconds > 0 else "-"
-    for unit, size in (("h", 3600.0), ("min", 60.0), ("s", 1.0)):
-        if seconds >= size:
-            return f"{seconds / size:.4g} {unit}"
-    return f"{seconds * 1e3:.4g} ms"
+    return duration(seconds)
 
 
 def check_goodput_args(args) -> None:
@@ -31,15 +30,15 @@ def check_goodput_args(args) -> None:
     the value as typed and what is allowed."""
     for g in args.target:
         if not (math.isfinite(g) and 0 < g < 1):
-            raise ValueError(f"--target {g:g}: must be a goodput target in (0, 1) (compute "
+            raise ValueError(f"--target {sig(g)}: must be a goodput target in (0, 1) (compute "
                              "utilisation x ETTR, e.g. 0.9)")
     check_once("--target", args.target, "target")
     lo, hi = args.range
     if not (math.isfinite(lo) and math.isfinite(hi) and 0 < lo < hi):
-        raise ValueError(f"--range {lo:g} {hi:g} GB/s: must be finite, positive and ordered, "
+        raise ValueError(f"--range {sig(lo)} {sig(hi)} GB/s: must be finite, positive and ordered, "
                          "0 < LO < HI")
     if args.bandwidth is not None and not (math.isfinite(args.bandwidth) and args.bandwidth > 0):
-        raise ValueError(f"--bandwidth {args.bandwidth:g}: must be a finite bandwidth > 0 GB/s")
+        raise ValueError(f"--bandwidth {sig(args.bandwidth)}: must be a finite bandwidth > 0 GB/s")
 
 
 def _changes(args) -> dict:
@@ -88,13 +87,14 @@ def _goodput(args) -> int:
     rate = float(sc.failure_rate_per_hour)
     print(f"Goodput (compute utilisation x ETTR, the share of wall time on work that is kept) on "
           f"{K} DCs of {n} worker{'s' if n != 1 else ''} ({N:,} in all), each failing at "
-          f"{rate:.4g} a worker-hour, WAN {float(sc.wan_Bps) / 1e9:.4g} GB/s per directed link "
+          f"{significant(rate, 4)} a worker-hour, WAN {describe(float(sc.wan_Bps), 'byte_rate')} "
+          "per directed link "
           "(docs/model.md section 17)")
     print(f"cluster MTBF: {_time(float(ds['mtbf_s']))}; restart u0 = {_time(float(sc.restart_s))}, "
           f"checkpoint write w = {_time(float(sc.checkpoint_write_s))}, checkpoint interval "
           + ("Young's sqrt(2 w / lambda)" if sc.checkpoint_every_s is None
              else _time(float(sc.checkpoint_every_s))))
-    targets = " ".join(f"{100 * g:g}%".rjust(10) for g in args.target)
+    targets = " ".join(f"{sig(100 * g)}%".rjust(10) for g in args.target)
     print(f"{'variant':<22} {'H':>5} {'recovery':<9} {'checkpoint':>11} {'ETTR':>7} {'CU':>7} "
           f"{'goodput':>8}  needs GB/s for goodput {targets}")
     H = float(sc.sync_every_H)
@@ -109,8 +109,8 @@ def _goodput(args) -> int:
         cells = []
         for i in range(len(args.target)):
             g = float(GBps[i, k])
-            cells.append(("-" if math.isnan(g) else f"{g:.4g}").rjust(10))
-        print(f"{vid:<22} {h:>5g} {rule:<9} {ckpt:>11} {at['ettr']:>7.4f} "
+            cells.append(("-" if math.isnan(g) else significant(g, 4)).rjust(10))
+        print(f"{vid:<22} {sig(h):>5} {rule:<9} {ckpt:>11} {at['ettr']:>7.4f} "
               f"{at['compute_utilisation']:>7.4f} {at['goodput']:>8.4f}  {'':>22} {' '.join(cells)}")
         if int(ds["failure_status"].sel(variant=vid)) == BEYOND_FIRST_ORDER:
             beyond.append(vid)
@@ -118,14 +118,14 @@ def _goodput(args) -> int:
             if status[i, k] != "reached":
                 words = ("not reachable at any bandwidth: failures cost more than the target "
                          "leaves" if cap[i, k] == "failures" else status_text(status[i, k], cap[i, k], lo, hi))
-                print(f"  {vid} at {100 * g:g}% goodput: {words}")
+                print(f"  {vid} at {sig(100 * g)}% goodput: {words}")
     print("recovery: 'restart' = the whole job stops on any failure and goes back to its last "
           "checkpoint (H = 1); 'replica' = only the failed DC's replica stops, copies the model "
           "from a peer over the WAN and rejoins at the next round (H > 1)")
     print(f"assumed: ETTR to first order in the failure rate; syncing every H steps does not change "
           "steps to target")
     if beyond:
-        print(f"beyond first order (a failure-rate product above {FIRST_ORDER_LIMIT:g}; the "
+        print(f"beyond first order (a failure-rate product above {sig(FIRST_ORDER_LIMIT)}; the "
               f"numbers are rough): {', '.join(beyond)}")
     return 0
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 
 from ..variants import METHODS
+from ..units import describe, significant
+from ._setup import SIG, sig
 from .args import check_once, load_scenario, methods_arg, scenario_arg, with_methods
 
 DEFAULT_TARGETS = (0.5, 0.8, 0.9, 0.95, 0.99)  # as the report's table
@@ -20,12 +22,12 @@ def check_need_args(args) -> None:
     the option, the value as typed and what is allowed."""
     for u in args.utilisation:
         if not (math.isfinite(u) and 0 < u < 1):
-            raise ValueError(f"--utilisation {u:g}: must be a compute-utilisation target in (0, 1) "
+            raise ValueError(f"--utilisation {sig(u)}: must be a compute-utilisation target in (0, 1) "
                              "(GPU compute / step time, e.g. 0.9)")
     check_once("--utilisation", args.utilisation, "target")
     lo, hi = args.range
     if not (math.isfinite(lo) and math.isfinite(hi) and 0 < lo < hi):
-        raise ValueError(f"--range {lo:g} {hi:g} GB/s: must be finite, positive and ordered, "
+        raise ValueError(f"--range {sig(lo)} {sig(hi)} GB/s: must be finite, positive and ordered, "
                          "0 < LO < HI")
 
 
@@ -34,9 +36,9 @@ def status_text(status: str, cap: str, lo: float, hi: float) -> str:
     if status == "reached":
         return "reached"
     if status == "below_range":
-        return f"below the range (met at {lo:g} GB/s already)"
+        return f"below the range (met at {sig(lo)} GB/s already)"
     if status == "above_range" or cap == "range":
-        return f"above the range (more than {hi:g} GB/s)"
+        return f"above the range (more than {sig(hi)} GB/s)"
     from ..need import CAP_WORDS  # the jitted questions' module: imported once there is an answer
 
     return f"not reachable at any bandwidth: capped by the {CAP_WORDS.get(cap, cap)}"
@@ -45,11 +47,11 @@ def status_text(status: str, cap: str, lo: float, hi: float) -> str:
 def _cell(g: float, status: str, cap: str, hi: float) -> str:
     """One needed bandwidth in the wide table: GB/s, or why there is none in the range."""
     if status == "reached":
-        return f"{g:.4g}"
+        return significant(g, 4)
     if status == "below_range":
-        return f"{g:.4g} (below)"
+        return f"{significant(g, 4)} (below)"
     if status == "above_range" or cap == "range":
-        return f"> {hi:g}"
+        return f"> {sig(hi)}"
     return f"- ({cap})"
 
 
@@ -78,18 +80,18 @@ def _need(args) -> int:
                           "depend on steps to target)",
                 bandwidth="solved for here")
     print(f"WAN bandwidth per directed link each variant needs for a compute-utilisation target "
-          f"(GPU compute / step), searched in {lo:g} to {hi:g} GB/s (docs/model.md section 14); "
+          f"(GPU compute / step), searched in {sig(lo)} to {sig(hi)} GB/s (docs/model.md section 14); "
           f"at the scenario = the compute utilisation at the scenario's own bandwidth, "
-          f"{float(sc.wan_Bps) / 1e9:g} GB/s")
+          f"{describe(float(sc.wan_Bps), 'byte_rate', SIG)}")
     head = f"{'variant':<22} {'H':>5} {'F':>3} {'tau':>3}"
-    rows = [f"{vid:<22} {sync_every(sc, vid):>5g} {sc.variant(vid).fragments:>3d} "
+    rows = [f"{vid:<22} {sig(sync_every(sc, vid)):>5} {sc.variant(vid).fragments:>3d} "
             f"{sc.variant(vid).delay:>3d}" for vid in ids]
     scenario = [percent(float(x)) for x in now]
     if args.wide:
         print("cells: GB/s per directed link; (below): under the range's bottom, met there "
-              f"already; > {hi:g}: above the range; - (cap): not reachable at any bandwidth, "
+              f"already; > {sig(hi)}: above the range; - (cap): not reachable at any bandwidth, "
               "capped by that term (the long form, without --wide, names it in words)")
-        cols = [[f"{100 * u:g}%", *(_cell(float(GBps[i, k]), status[i, k], cap[i, k], hi)
+        cols = [[f"{sig(100 * u)}%", *(_cell(float(GBps[i, k]), status[i, k], cap[i, k], hi)
                                     for k in range(len(ids)))]
                 for i, u in enumerate(args.utilisation)]
         cols.append(["at the scenario", *scenario])
@@ -102,9 +104,9 @@ def _need(args) -> int:
         for k, (vid, row) in enumerate(zip(ids, rows)):
             for i, u in enumerate(args.utilisation):
                 g = float(GBps[i, k])
-                num = "-" if math.isnan(g) else f"{g:.4g}"
-                gbit = "-" if math.isnan(g) else f"{8 * g:.4g}"
-                print(f"{row} {f'{100 * u:g}%':>7} {num:>10} {gbit:>10} {scenario[k]:>15}  "
+                num = "-" if math.isnan(g) else significant(g, 4)
+                gbit = "-" if math.isnan(g) else significant(8 * g, 4)
+                print(f"{row} {f'{sig(100 * u)}%':>7} {num:>10} {gbit:>10} {scenario[k]:>15}  "
                       f"{status_text(status[i, k], cap[i, k], lo, hi)}")
     for line in assumption_lines(sc, ids):  # for the times to target elsewhere
         print(line)

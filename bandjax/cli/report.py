@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 import time
 
+from ._setup import sig
 from .args import load_scenario, scenario_arg
 
 # what each report section computes, for the progress lines, by the name of its module (a new
@@ -50,7 +51,7 @@ def _sections_args(p) -> None:
                    help="leave these report sections out (said in their place)")
     p.add_argument("--engine-budget-s", type=float, default=None, metavar="SECONDS",
                    help="seconds of work the shared-WAN event engine may plan for on each of its "
-                        f"workers (default: {ENGINE_BUDGET_S:g}); it fits its steps, seeds and "
+                        f"workers (default: {sig(ENGINE_BUDGET_S)}); it fits its steps, seeds and "
                         "message size to them and says what that costs")
 
 
@@ -74,7 +75,7 @@ def _sections_ctx(args) -> dict:
     b = args.engine_budget_s
     if b is not None:
         if not (math.isfinite(b) and 0 < b <= 86400):
-            raise ValueError(f"--engine-budget-s {b:g}: must be a number of seconds in (0, 86400]")
+            raise ValueError(f"--engine-budget-s {sig(b)}: must be a number of seconds in (0, 86400]")
         ctx["shared_wan"] = {"budget_s": b}
     return ctx
 
@@ -121,6 +122,7 @@ def _scenario(args) -> int:
 
 def _explore(args) -> int:
     from ..report.explorer import read_results, write
+    from ..units import describe
 
     sc = load_scenario(args)
     ctx = _sections_ctx(args)
@@ -135,7 +137,7 @@ def _explore(args) -> int:
         results = build(sc, ctx)
         sweeps = ctx["sweeps"]
     path = write(args.out, sc, results, sweeps)
-    print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)")
+    print(f"wrote {path} ({describe(path.stat().st_size, 'bytes', 3)})")
     return 0
 
 

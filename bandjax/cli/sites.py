@@ -12,25 +12,22 @@ from __future__ import annotations
 import math
 
 from ..scenario import STRAGGLERS
+from ..units import describe, duration, significant
+from ._setup import sig
 from .args import check_once, load_scenario, scenario_arg, with_methods
 
 
 def _time(seconds: float) -> str:
     """A duration of a step, 4 significant figures, in the unit a person reads it in."""
-    if not math.isfinite(seconds):
-        return "-"
-    for unit, size in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= size:
-            return f"{seconds / size:.4g} {unit}"
-    return f"{seconds * 1e9:.4g} ns"
+    return duration(seconds) if math.isfinite(seconds) else "-"
 
 
 def _rate(tokens_per_s: float) -> str:
-    return "-" if not math.isfinite(tokens_per_s) else f"{tokens_per_s:.4g} tokens/s"
+    return "-" if not math.isfinite(tokens_per_s) else describe(tokens_per_s, "token_rate")
 
 
 def _pct(x: float) -> str:
-    return "-" if not math.isfinite(x) else f"{100 * x:.4g}%"
+    return "-" if not math.isfinite(x) else f"{significant(100 * x, 4)}%"
 
 
 def check_sites_args(args) -> None:
@@ -38,14 +35,14 @@ def check_sites_args(args) -> None:
     the value as typed and what is allowed."""
     for u in args.target or ():
         if not (math.isfinite(u) and 0 < u < 1):
-            raise ValueError(f"--target {u:g}: must be a compute-utilisation target in (0, 1) "
+            raise ValueError(f"--target {sig(u)}: must be a compute-utilisation target in (0, 1) "
                              "(GPU compute / step time, e.g. 0.9)")
     check_once("--target", args.target or (), "target")
     if args.tail is not None and not (math.isfinite(args.tail) and args.tail >= 0):
-        raise ValueError(f"--tail {args.tail:g}: must be a tail >= 0 (an exponential share s in "
+        raise ValueError(f"--tail {sig(args.tail)}: must be a tail >= 0 (an exponential share s in "
                          "[0, 1] or a lognormal sigma)")
     if args.bandwidth is not None and not (math.isfinite(args.bandwidth) and args.bandwidth > 0):
-        raise ValueError(f"--bandwidth {args.bandwidth:g}: must be a finite bandwidth > 0 GB/s")
+        raise ValueError(f"--bandwidth {sig(args.bandwidth)}: must be a finite bandwidth > 0 GB/s")
     for option, value, lowest in (("--dcs", args.dcs, 2), ("--workers", args.workers, 1)):
         if value is not None and value < lowest:
             raise ValueError(f"{option} {value}: must be a whole number >= {lowest}")
@@ -71,8 +68,9 @@ def _from(sc, table) -> str:
     """What a site's compute per step comes from, in words."""
     P = float(sc.active)
     rate = float(sc.gpu_peak_FLOPs) * float(sc.utilisation)
-    base = (f"{float(sc.flops_per_param_token):g} x {P:.4g} params x "
-            f"{float(sc.tokens_per_worker):.4g} tokens / ({rate:.4g} FLOP/s)")
+    base = (f"{sig(float(sc.flops_per_param_token))} x {significant(P, 4)} params x "
+            f"{significant(float(sc.tokens_per_worker), 4)} tokens / "
+            f"({describe(rate, 'flop_rate')})")
     return base + ("" if table.equal else " x the site's compute relative to the scenario's")
 
 
@@ -82,7 +80,7 @@ def _sites(args) -> int:
     sc = sc.replace(**_changes(args))
     family = STRAGGLERS[int(float(sc.straggler))]
     if args.target and family == "none":
-        raise ValueError(f"--target {' '.join(f'{u:g}' for u in args.target)}: the tolerated tail "
+        raise ValueError(f"--target {' '.join(sig(u) for u in args.target)}: the tolerated tail "
                          "needs a straggler family (the tail is an exponential share s or a "
                          "lognormal sigma); give --straggler exponential or lognormal, or a "
                          "scenario with [stragglers] family")
@@ -98,9 +96,9 @@ def _sites(args) -> int:
     N = int(round(float(np.sum(table.workers))))
     straggles = ("nothing straggles" if family == "none" or tail == 0 else
                  f"workers straggle: {family} tail {'s' if family == 'exponential' else 'sigma'} "
-                 f"= {tail:.4g}")
+                 f"= {significant(tail, 4)}")
     print(f"Sites and stragglers: {table.K} DCs, {N:,} workers in all, WAN "
-          f"{float(sc.wan_Bps) / 1e9:.4g} GB/s per directed link, {straggles} "
+          f"{describe(float(sc.wan_Bps), 'byte_rate')} per directed link, {straggles} "
           "(docs/model.md section 16)")
     print(f"{'site':<12} {'workers':>8} {'compute/step':>13}  from")
     for name, n, c in zip(table.names, table.workers, table.compute_s):
@@ -123,7 +121,7 @@ def _sites(args) -> int:
         step = float(at.step_s)
         waits = ([float(x) for x in at.waiting_for_site.values] if differ
                  else [float(at.hot_spot_site_wait)])
-        print(f"{vid:<22} {h:>5g} {_time(step):>11} {_pct(float(at.compute_utilisation)):>8} "
+        print(f"{vid:<22} {sig(h):>5} {_time(step):>11} {_pct(float(at.compute_utilisation)):>8} "
               + " ".join(f"{_pct(w):>13}" for w in waits) + f" {_pct(float(at.hot_spot_straggle)):>15}")
 
     if table.K <= MIN_DCS:
@@ -156,15 +154,15 @@ def _sites(args) -> int:
         symbol = "s" if family == "exponential" else "sigma"
         top = ds.attrs["largest_tail"][family]
         print(f"The straggler tail each variant tolerates ({family} {symbol}, searched 0 to "
-              f"{top:g}), the largest at which compute utilisation stays at the target:")
-        print(f"{'variant':<22} " + " ".join(f"{f'{100 * u:g}%':>22}" for u in args.target))
+              f"{sig(top)}), the largest at which compute utilisation stays at the target:")
+        print(f"{'variant':<22} " + " ".join(f"{f'{sig(100 * u)}%':>22}" for u in args.target))
         for k, vid in enumerate(ids):
             cells = []
             for i in range(len(args.target)):
                 if names[i, k] == "reached":
-                    cells.append(f"{symbol} = {value[i, k]:.4g}")
+                    cells.append(f"{symbol} = {significant(value[i, k], 4)}")
                 elif names[i, k] == "any":
-                    cells.append(f"any ({symbol} {top:g} met)")
+                    cells.append(f"any ({symbol} {sig(top)} met)")
                 else:
                     cells.append("missed with no tail")
             print(f"{vid:<22} " + " ".join(f"{c:>22}" for c in cells))

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..units import significant
+
+from ._setup import sig
 from .args import check_bandwidth_range, check_points, load_scenario, scenario_arg
 
 
@@ -27,7 +30,7 @@ def _store_cli(args) -> int:
 
     check_points(args.points, MAX_AXIS_VALUES)
     if not (np.isfinite(args.chunk_MiB) and args.chunk_MiB > 0):
-        raise ValueError(f"--chunk-MiB = {args.chunk_MiB:g}: must be a finite number > 0 MiB")
+        raise ValueError(f"--chunk-MiB = {sig(args.chunk_MiB)}: must be a finite number > 0 MiB")
     sweep_args = {"bandwidth": np.geomspace(lo, hi, args.points)}
     if args.budget:
         twice = sorted({b for b in args.budget if args.budget.count(b) > 1})
@@ -42,7 +45,7 @@ def _store_cli(args) -> int:
     ds = store.open(path)
     size_B = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
     print(f"wrote {path}: {', '.join(f'{d} {n}' for d, n in ds.sizes.items())}; "
-          f"{len(ds.data_vars)} variables; {size_B / 2**20:.1f} MiB on disk")
+          f"{len(ds.data_vars)} variables; {significant(size_B / 2**20, 3)} MiB on disk")
     return 0
 
 

@@ -10,7 +10,14 @@ from __future__ import annotations
 import math
 
 from ..variants import TOPOLOGIES
+from ..units import describe, significant
+from ._setup import SIG, sig
 from .args import check_once, load_scenario, scenario_arg, variant_ids
+
+
+def _ms(x) -> str:
+    """A step in ms, 4 significant figures (as the report's tables)."""
+    return significant(float(x), 4)
 
 
 def check_wan_args(args) -> None:
@@ -22,7 +29,7 @@ def check_wan_args(args) -> None:
 
     for x in args.load:
         if not 0 <= x < 1:
-            raise ValueError(f"--load {x:g}: must be in [0, 1) (other jobs' share of each WAN "
+            raise ValueError(f"--load {sig(x)}: must be in [0, 1) (other jobs' share of each WAN "
                              "direction)")
     check_once("--load", args.load, "load")
     if not 1 <= args.steps <= _limits.MAX_STEPS:
@@ -35,12 +42,12 @@ def check_wan_args(args) -> None:
         raise ValueError(f"--seed {args.seed}: must be a whole number >= 0 with --seed + --seeds "
                          f"<= 2**63 (--seeds {args.seeds}: the last seed is --seed + --seeds - 1)")
     if args.bandwidth is not None and not (math.isfinite(args.bandwidth) and args.bandwidth > 0):
-        raise ValueError(f"--bandwidth {args.bandwidth:g} GB/s: must be a finite number of GB/s "
+        raise ValueError(f"--bandwidth {sig(args.bandwidth)} GB/s: must be a finite number of GB/s "
                          "> 0")
     if not (math.isfinite(args.max_sim_s) and args.max_sim_s > 0):
-        raise ValueError(f"--max-sim-s {args.max_sim_s:g} s: must be a finite number of seconds > 0")
+        raise ValueError(f"--max-sim-s {sig(args.max_sim_s)} s: must be a finite number of seconds > 0")
     if not (math.isfinite(args.budget_s) and 0 < args.budget_s <= 86400):
-        raise ValueError(f"--budget-s {args.budget_s:g}: must be a number of seconds in (0, 86400] "
+        raise ValueError(f"--budget-s {sig(args.budget_s)}: must be a number of seconds in (0, 86400] "
                          "(the wall time the runs may be estimated to take)")
     if not 1 <= args.workers <= _limits.MAX_LOCAL_WORKERS:
         raise ValueError(f"--workers {args.workers}: must be a whole number of processes in 1 .. "
@@ -89,7 +96,8 @@ def _wan(args) -> int:
     stated = None if left_out else accuracy(sc)
     ms = ds.step_s * 1e3
     each = "the slowest; each link at its own" if left_out else "each"
-    print(f"shared WAN on {cluster_text(sc)} of {float(sc.wan_Bps) / 1e9:g} GB/s {each}, "
+    print(f"shared WAN on {cluster_text(sc)} of {describe(float(sc.wan_Bps), 'byte_rate', SIG)} "
+          f"{each}, "
           f"{args.steps} steps a run, seeds {seeds[0]}..{seeds[-1]}; step in ms (mean over the "
           f"run; p95 at seed {args.seed}); growth = mean / the load-0 step (the closed form, "
           "which the engine equals at load 0); "
@@ -106,11 +114,10 @@ def _wan(args) -> int:
             m = float(s.mean())
             p95 = ds.step_p95_s.sel(load=float(x), seed=args.seed)
             p95 = p95.sel(variant=vid) if "variant" in p95.dims else p95
-            print(f"{vid:<20} {x:>5g} {float(s.sel(seed=args.seed)):>10.3f} "
-                  f"{float(p95) * 1e3:>10.3f} "
-                  f"{m:>10.3f} {'n/a (1 seed)' if math.isnan(lo) else f'[{lo:.3f}, {hi:.3f}]':>21} "
-                  f"{m / closed_ms[at]:>7.2f} "
-                  + ("" if approx is None else f"{approx[j, at] * 1e3:>10.3f}"))
+            ci = "n/a (1 seed)" if math.isnan(lo) else f"[{_ms(lo)}, {_ms(hi)}]"
+            print(f"{vid:<20} {sig(x):>5} {_ms(s.sel(seed=args.seed)):>10} {_ms(p95 * 1e3):>10} "
+                  f"{_ms(m):>10} {ci:>21} {m / closed_ms[at]:>7.2f} "
+                  + ("" if approx is None else f"{_ms(approx[j, at] * 1e3):>10}"))
     if args.out:
         from .._io import atomic_write_bytes
 
@@ -148,7 +155,7 @@ def register_cli(sub) -> None:
                    help="bound on each run's simulated time, s (default 3600)")
     p.add_argument("--budget-s", type=float, default=None, dest="budget_s", metavar="SECONDS",
                    help="refuse, before any run, a sweep estimated to take longer than this on "
-                        f"its workers, s (default {_limits.MAX_ENGINE_S:g})")
+                        f"its workers, s (default {sig(_limits.MAX_ENGINE_S)})")
     p.add_argument("--out", metavar="FILE.nc", help="also write the runs as netCDF")
     scenario_arg(p)
     p.set_defaults(func=_wan)

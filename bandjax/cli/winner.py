@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+from ..units import significant
+from ._setup import sig
 from .args import (check_bandwidth_range, check_points, load_scenario, methods_arg, scenario_arg,
                    with_methods)
 
@@ -71,8 +73,9 @@ def regions(winner, margin, bandwidth) -> list[tuple]:
 def _margin_text(lo: float, hi: float) -> str:
     if math.isnan(lo):
         return "-"
-    fmt = lambda x: "only one reaches the target" if math.isinf(x) else f"x{x:.3g}"  # noqa: E731
-    return fmt(lo) if f"{lo:.3g}" == f"{hi:.3g}" else f"{fmt(lo)} to {fmt(hi)}"
+    least, most = ("only one reaches the target" if math.isinf(x) else f"x{significant(x)}"
+                   for x in (lo, hi))
+    return least if least == most else f"{least} to {most}"
 
 
 def table(ds, names: dict) -> list[str]:
@@ -93,7 +96,7 @@ def table(ds, names: dict) -> list[str]:
                 c = sub[d]
                 label = sub[f"{d}_label"].item() if f"{d}_label" in sub.coords else c.item()
                 unit = c.attrs.get("units", "")
-                shown = label if isinstance(label, str) else f"{label:g}"
+                shown = label if isinstance(label, str) else sig(label)
                 parts.append(f"{d} = {shown}" + (f" {unit}" if unit not in ("", "1")
                                                    and not isinstance(label, str) else ""))
             lines.append(", ".join(parts) + ":")
@@ -102,7 +105,8 @@ def table(ds, names: dict) -> list[str]:
                                               np.asarray(sub["margin"]), bw):
             who = meanings[code + 1]
             who = names.get(who, who)
-            span = f"{lo:.4g} - {hi:.4g} GB/s ({8 * lo:.4g} - {8 * hi:.4g} Gb/s)"
+            span = (f"{significant(lo, 4)} - {significant(hi, 4)} GB/s ({significant(8 * lo, 4)} - "
+                    f"{significant(8 * hi, 4)} Gb/s)")
             lines.append(f"  {span:<44} {who:<10} {_margin_text(mlo, mhi)}")
     return lines
 
@@ -135,8 +139,8 @@ def _winner(args) -> int:
     basis = grid.get("basis", "hypothesis")
     print_setup(sc, basis=basis_words(sc, basis, ids), bandwidth="the table's axis", swept=swept)
     step = (hi / lo) ** (1 / (args.points - 1)) - 1 if args.points > 1 else 0.0
-    print(f"who wins where: the fastest variant to the target loss over {lo:g} - {hi:g} GB/s "
-          f"({plural(args.points, 'log-spaced point')}, {step:.2%} apart: each edge is a grid "
+    print(f"who wins where: the fastest variant to the target loss over {sig(lo)} - {sig(hi)} GB/s "
+          f"({plural(args.points, 'log-spaced point')}, {significant(100 * step, 3)}% apart: each edge is a grid "
           "point, the change lies before the next); margin = the runner-up's time to target / "
           "the winner's")
     print(f"  {'bandwidth':<44} {'winner':<10} margin")

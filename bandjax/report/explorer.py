@@ -27,7 +27,7 @@ from . import sections as _sections
 from .sections import common as _views
 from .sections import frame as _frame_of
 from .sections import headline as _headline
-from .sections.common import Results
+from .sections.common import Results, g4, g6
 
 PAGE = "explorer.html"
 NARROW_PX = 1100  # below this window width the charts' legends go below their plots
@@ -108,7 +108,7 @@ def _generic_table(x) -> str:
 
 def _cell(v) -> str:
     if isinstance(v, float):
-        return f"{v:.4g}"
+        return g4(v)
     if isinstance(v, (dict, list)):
         return json.dumps(v)
     return "n/a" if v is None else str(v)
@@ -157,11 +157,11 @@ def _title_text(fr: _frame_of.Frame) -> str:
 
 
 def _scenario_line(sc: Scenario, fr: _frame_of.Frame) -> str:
-    return (f"Scenario: {fr.setup}; dense delta {4 * float(sc.params) / 1e6:.4g} MB, worker port "
-            f"{float(sc.worker_port_Bps) / 1e9:g} GB/s, module port {float(sc.qsfp_port_Bps) / 1e9:g} GB/s, "
+    return (f"Scenario: {fr.setup}; dense delta {g4(4 * float(sc.params) / 1e6)} MB, worker port "
+            f"{g6(float(sc.worker_port_Bps) / 1e9)} GB/s, module port {g6(float(sc.qsfp_port_Bps) / 1e9)} GB/s, "
             f"WAN {_views.fmt_GBps(float(sc.wan_Bps) / 1e9)} per direction"
             f"{' (the slowest link)' if _links.differ(sc) else ''}, {_views.setting_text(sc)}, target loss "
-            f"{sc.steps.target_loss:g}.")
+            f"{g6(sc.steps.target_loss)}.")
 
 
 def _controls_html(sc: Scenario) -> str:

@@ -10,6 +10,7 @@ import numpy as np
 from ...grid import sweep
 from ...metrics import NEVER, NOT_MEASURED
 from ...scenario import BASES, Scenario
+from ...units import significant
 from .. import passes
 from .. import constants as C
 from ..constants import POINTS_PER_DECADE, STATUS
@@ -64,7 +65,7 @@ def bandwidth_view(sc: Scenario, results: Results | dict | None, sw: Sweeps | No
         if dev is not None:
             view.say(
                 f"The shared-WAN engine's {len(dots)} runs at load 0 (dots) sit on the curves: "
-                f"their step times differ from the closed forms by at most {dev:.2g} (relative).")
+                f"their step times differ from the closed forms by at most {significant(dev, 2)} (relative).")
     else:
         view.lacks("The shared-WAN engine's runs at load 0 (the dots on the curves)",
                    "shared_wan.load0_points")

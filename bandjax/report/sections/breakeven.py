@@ -32,9 +32,9 @@ from ... import variants as _v
 from ...scenario import BASES, Scenario, resolve_budget
 from .. import constants as C
 from ..passes import enob_label, scenario_budget
-from .common import (ANY, CONTROLS, HEIGHT, WIDTH, Picker, Results, Section, View, _and,
-                     _conclude, _filter, _finish, _fitted, _hconcat_bases, _label_expr, _log_x,
-                     _num, _params, _sel, close_ahead, fmt_GBps, g3, pick, setting_key,
+from .common import (ANY, CONTROLS, HEIGHT, WIDTH, Picker, Results, Section, View, _and, _conclude,
+                     _filter, _finish, _fitted, _hconcat_bases, _label_expr, _log_x, _num, _params,
+                     _sel, close_ahead, fmt_GBps, fmt_value, g3, g4, g6, pick, setting_key,
                      setting_text, settings, short, start_ahead, take_ahead, variant,
                      variant_colors, variants)
 
@@ -133,7 +133,7 @@ def _short(vid, names: dict | None = None):
 
 def _budget_label(sc: Scenario) -> str:
     value = float(sc.budget_FLOPs)
-    return "free" if math.isinf(value) else f"{value / 1e9:g} GFLOP/s"
+    return "free" if math.isinf(value) else f"{g6(value / 1e9)} GFLOP/s"
 
 
 def _all_pairs(sc: Scenario, budgets):
@@ -233,7 +233,7 @@ def build(scenario: Scenario, ctx: dict) -> BreakEvens:
 
 
 def _fmt_GBps(x: float) -> str:
-    return f"{x:.4g} GB/s ({8 * x:.4g} Gb/s)"
+    return f"{g4(x)} GB/s ({g4(8 * x)} Gb/s)"
 
 
 def _pair_label(e: dict, names=None) -> str:
@@ -246,7 +246,7 @@ def _basis_label(basis) -> str:
 
 def _tie_words(e: dict, fmt=None) -> list[str]:
     """"tie from X to Y GB/s" for each interval over which the pair takes equally long."""
-    fmt = fmt or (lambda x: f"{x:.4g}")
+    fmt = fmt or g4
     return [f"tie from {fmt(t0)} to {fmt(t1)} GB/s" for t0, t1 in e.get("ties_GBps") or []]
 
 
@@ -273,12 +273,12 @@ def markdown(results: Results | dict) -> str:
     lo, hi = r.break_even_range_GBps
     names = results.names()
     out = ["## Break-evens", "",
-           f"Where two variants reach the target loss in the same time, searched over {lo:g} to "
-           f"{hi:g} GB/s of WAN bandwidth per direction (closed forms, d calibrated to the study's "
+           f"Where two variants reach the target loss in the same time, searched over {g6(lo)} to "
+           f"{g6(hi)} GB/s of WAN bandwidth per direction (closed forms, d calibrated to the study's "
            "step times, single-seed steps to target). Basis: hypothesis = E' takes E's steps "
            "(the optics' noise helps, a single seed); exact = the exact band's steps; either = E' "
            "is not in the pair. A tie is a range of bandwidth over which both take equally long "
-           f"(relative difference at most {be.TIE_RTOL:g}: both compute-bound with equal steps); "
+           f"(relative difference at most {g6(be.TIE_RTOL)}: both compute-bound with equal steps); "
            "it starts where the slower-to-hide variant's communication first fits its window.", "",
            "| pair | basis | budget | break-even | faster below | faster above |",
            "|---|---|---|---|---|---|"]
@@ -302,9 +302,9 @@ def markdown(results: Results | dict) -> str:
 
     budget = r.budget_break_even
     out += ["", "### Budget", "",
-            f"The module's compute stops binding above {budget['numeric_GFLOPs']:.4g} GFLOP/s "
+            f"The module's compute stops binding above {g4(budget['numeric_GFLOPs'])} GFLOP/s "
             f"(numeric search; closed form transform FLOPs x optics rate: "
-            f"{budget['closed_form_GFLOPs']:.4g} GFLOP/s); above it the {budget['binding_above']} "
+            f"{g4(budget['closed_form_GFLOPs'])} GFLOP/s); above it the {budget['binding_above']} "
             "stage binds. It does not depend on the model size."]
 
     out += ["", "### Lowest ENOB that still wins", "",
@@ -312,11 +312,11 @@ def markdown(results: Results | dict) -> str:
             "bandwidth; '-' where it wins at no measured ENOB (an ENOB that never reaches the "
             "target never wins).", ""]
     grid = r.enob_break_even[0]["GBps"] if r.enob_break_even else []
-    out += ["| pair | basis | " + " | ".join(f"{g:g} GB/s" for g in grid) + " |",
+    out += ["| pair | basis | " + " | ".join(f"{g6(g)} GB/s" for g in grid) + " |",
             "|---|---|" + "---|" * len(grid)]
     for e in r.enob_break_even:
         out.append(f"| {_pair_label(e, names)} | {_basis_label(e['basis'])} | "
-                   + " | ".join("-" if v is None else f"{v:g} bits" for v in e["enob"]) + " |")
+                   + " | ".join("-" if v is None else f"{g6(v)} bits" for v in e["enob"]) + " |")
 
     out += ["", "### Sensitivities", "",
             "Elasticity: % change of the break-even per % change of the parameter (implicit "
@@ -327,7 +327,7 @@ def markdown(results: Results | dict) -> str:
         # below 1e-9 % per % is rounding: a parameter the break-even does not depend on
         top = [f"{n} {v:+.3g}" for n, v in list(s["elasticity"].items())[:3] if abs(v) > 1e-9]
         if s["quantity"] == "budget_break_even":
-            out.append(f"| budget | {s['GFLOPs']:.4g} GFLOP/s | {', '.join(top)} |")
+            out.append(f"| budget | {g4(s['GFLOPs'])} GFLOP/s | {', '.join(top)} |")
         else:
             out.append(f"| {_short(s['a'], names)} vs {_short(s['b'], names)} ({_basis_label(s['basis'])}) | "
                        f"{_fmt_GBps(s['GBps'])} | {', '.join(top)} |")
@@ -337,27 +337,17 @@ def markdown(results: Results | dict) -> str:
             "makes the first variant win; searched from / 100 to x 100 of the current value.", "",
             "| target | parameter | current | needed | change |", "|---|---|---|---|---|"]
     for c in r.inverse:
-        target = f"{_short(c['a'], names)} beats {_short(c['b'], names)} ({c['basis']}) at {c['target_GBps']:g} GB/s"
+        target = f"{_short(c['a'], names)} beats {_short(c['b'], names)} ({c['basis']}) at {g6(c['target_GBps'])} GB/s"
         if c["status"] == "already":
             needed, change = "already wins", "-"
         elif c["status"] == "found":
-            needed = _fmt_value(c["required"], c["units"])
-            change = f"x {c['ratio']:.3g}" if c["ratio"] is not None else "-"
+            needed = fmt_value(c["required"], c["units"])
+            change = f"x {g3(c['ratio'])}" if c["ratio"] is not None else "-"
         else:
             needed, change = "none in range", "-"
-        out.append(f"| {target} | {c['parameter']} | {_fmt_value(c['current'], c['units'])} | "
+        out.append(f"| {target} | {c['parameter']} | {fmt_value(c['current'], c['units'])} | "
                    f"{needed} | {change} |")
     return "\n".join(out)
-
-
-def _fmt_value(x, units: str) -> str:
-    if x is None:
-        return "-"
-    if isinstance(x, str):
-        return "[free]" if x == "inf" else x
-    scale = {"B/s": (1e9, "GB/s"), "FLOP/s": (1e9, "GFLOP/s"), "S/s": (1e9, "GS/s"), "s": (1e-3, "ms")}
-    factor, unit = scale.get(units, (1.0, units))
-    return f"{x / factor:.4g} {unit}".rstrip()
 
 
 # ------------------------------------------------------------------------------ page view and chart
@@ -514,7 +504,7 @@ def _page_winner(w) -> str:
 
 def _span(rs) -> str:
     lo, hi = rs[0]["ratio"], rs[-1]["ratio"]
-    return f"{lo:.3g}" if len(rs) == 1 else f"{lo:.3g} to {hi:.3g}"
+    return g3(lo) if len(rs) == 1 else f"{g3(lo)} to {g3(hi)}"
 
 
 def _basis_words(basis) -> str:
@@ -564,7 +554,7 @@ def breakeven_view(sc: Scenario, results: Results | dict | None, bandwidth: View
                     erows.append({"pair": f"{short(e['a'])} / {short(e['b'])}",
                                   "basis": e.get("basis") or "either", "GBps": _num(g), "enob": _num(n)})
             trows.append([f"{short(e['a'])} vs {short(e['b'])}", e.get("basis") or "either"] + [
-                "-" if by_g.get(g) is None else f"{float(by_g[g]):g} bits" for g in grid])
+                "-" if by_g.get(g) is None else f"{g6(float(by_g[g]))} bits" for g in grid])
         view.data["enob_break_even"] = erows
         view.data["enob_table"] = {
             "columns": ["pair", "basis"] + [f"{g3(g)} GB/s" for g in grid], "rows": trows,
@@ -613,7 +603,7 @@ def _sensitivity_table(sens) -> tuple[dict, list[str]] | None:
         order = sorted(el, key=lambda k: -abs(el[k]))
         hw = [k for k in order if k in FIELDS and FIELDS[k][0] in HARDWARE_GROUPS]
         if s.get("quantity") == "budget_break_even":
-            what, at = "budget where compute stops binding", f"{float(s['GFLOPs']):.4g} GFLOP/s"
+            what, at = "budget where compute stops binding", f"{g4(float(s['GFLOPs']))} GFLOP/s"
         else:
             what = f"{short(s['a'])} vs {short(s['b'])}{_basis_words(s.get('basis'))}"
             at = fmt_GBps(float(s["GBps"]))

@@ -29,7 +29,7 @@ from ..constants import BANDWIDTH_RANGE_GBps
 from .breakeven import compared_pairs
 from .common import (ANY, HEIGHT, PADDING_PX, WIDTH, Results, Section, View, _and, _basis_filter,
                      _conclude_by_basis, _finish, _label_expr, _num, _params, _sel, _variant_color,
-                     close_ahead, fmt_GBps, fmt_s, g3, setting_text, short, start_ahead,
+                     close_ahead, fmt_GBps, fmt_s, g3, g4, g6, setting_text, short, start_ahead,
                      take_ahead, variant_colors)
 
 
@@ -144,8 +144,8 @@ def _link_name(pair) -> str:
 
 
 def _fmt_link(row: dict) -> str:
-    return (f"{row['bandwidth_GBps']:.3g} GB/s ({8 * row['bandwidth_GBps']:.3g} Gbit/s), "
-            f"{row['latency_ms']:.3g} ms")
+    return (f"{g3(row['bandwidth_GBps'])} GB/s ({g3(8 * row['bandwidth_GBps'])} Gbit/s), "
+            f"{g3(row['latency_ms'])} ms")
 
 
 def _ring_upgrade(slowest: dict, ring: list[dict]) -> str:
@@ -207,22 +207,22 @@ def conclusions(sc: Scenario, cl: Cluster) -> list[str]:
             runs = _runs([cl.winner[basis][i][j] for i in range(len(cl.dcs))], cl.dcs)
             text = "; ".join(f"{_short(sc, w)} at K = {a}" + (f" to {b}" if b != a else "")
                              for w, a, b in runs)
-            words.append(f"{topo.capitalize()}, {basis} basis, at {cl.wan_GBps:g} GB/s "
-                         f"({8 * cl.wan_GBps:g} Gb/s): fastest to target {text}.")
+            words.append(f"{topo.capitalize()}, {basis} basis, at {g6(cl.wan_GBps)} GB/s "
+                         f"({g6(8 * cl.wan_GBps)} Gb/s): fastest to target {text}.")
     for e in cl.break_even_GBps:
         for j, topo in enumerate(cl.topologies):
             first, last = e["GBps"][0][j], e["GBps"][-1][j]
             pair = f"{_short(sc, e['a'])} vs {_short(sc, e['b'])} ({e['basis']} basis, {topo})"
             if first and len(cl.dcs) == 1:
-                words.append(f"{pair}: break-even {first[0]:.3g} GB/s ({8 * first[0]:.3g} Gb/s) "
+                words.append(f"{pair}: break-even {g3(first[0])} GB/s ({g3(8 * first[0])} Gb/s) "
                              f"(the slowest link's) at K = {cl.dcs[0]}.")
             elif first and last:
-                words.append(f"{pair}: break-even {first[0]:.3g} GB/s ({8 * first[0]:.3g} Gb/s) at "
-                             f"K = {cl.dcs[0]}, {last[0]:.3g} GB/s ({8 * last[0]:.3g} Gb/s) at "
+                words.append(f"{pair}: break-even {g3(first[0])} GB/s ({g3(8 * first[0])} Gb/s) at "
+                             f"K = {cl.dcs[0]}, {g3(last[0])} GB/s ({g3(8 * last[0])} Gb/s) at "
                              f"K = {cl.dcs[-1]}.")
             elif not any(cell[j] for cell in e["GBps"]):
-                words.append(f"{pair}: no break-even in {C.BANDWIDTH_RANGE_GBps[0]:g} to "
-                             f"{C.BANDWIDTH_RANGE_GBps[1]:,g} GB/s at any K.")
+                words.append(f"{pair}: no break-even in {g6(C.BANDWIDTH_RANGE_GBps[0])} to "
+                             f"{g3(C.BANDWIDTH_RANGE_GBps[1])} GB/s at any K.")
     return words
 
 
@@ -243,14 +243,14 @@ def build(sc: Scenario, ctx: dict) -> Cluster:
 
 
 def _fmt(xs) -> str:
-    return ", ".join(f"{x:.3g}" for x in xs) if xs else "none"
+    return ", ".join(g3(x) for x in xs) if xs else "none"
 
 
 def links_caption(cl: Cluster) -> str:
     """One sentence on the links: every link alike, or where the table below comes from."""
     if not cl.links_differ:
-        return (f"Every directed WAN link {cl.wan_GBps:.3g} GB/s ({8 * cl.wan_GBps:.3g} Gbit/s), "
-                f"{cl.latency_ms:.3g} ms one-way latency.")
+        return (f"Every directed WAN link {g3(cl.wan_GBps)} GB/s ({g3(8 * cl.wan_GBps)} Gbit/s), "
+                f"{g3(cl.latency_ms)} ms one-way latency.")
     K = cl.dcs[0]
     return (f"The scenario's {K} DCs and their directed WAN links (the ring runs in the order the "
             f"DCs are listed; a mesh uses every link); K = {K} comes from the links table, so only "
@@ -266,8 +266,8 @@ def links_table(cl: Cluster) -> dict | None:
     for topo, by in cl.pacing.items():
         for pair in by.values():
             paced.setdefault(tuple(pair), set()).add(topo)
-    rows = [[r["from"], r["to"], f"{r['bandwidth_GBps']:.4g}", f"{8 * r['bandwidth_GBps']:.4g}",
-             f"{r['latency_ms']:.4g}", "yes" if r["ring"] else "no", "yes" if r["mesh"] else "no",
+    rows = [[r["from"], r["to"], g4(r['bandwidth_GBps']), g4(8 * r['bandwidth_GBps']),
+             g4(r['latency_ms']), "yes" if r["ring"] else "no", "yes" if r["mesh"] else "no",
              ", ".join(t for t in cl.topologies if t in paced.get((r["from"], r["to"]), ()))
              or "-"]
             for r in cl.links]
@@ -312,8 +312,8 @@ def markdown(results: Results | dict) -> str:
     if cl.links_differ:
         out += [*links_markdown(cl, names), ""]
     else:
-        out += [f"K data centres, ring or mesh WAN, at the scenario's {cl.wan_GBps:g} GB/s "
-                f"({8 * cl.wan_GBps:g} Gb/s) per directed link and {cl.latency_ms:g} ms one-way "
+        out += [f"K data centres, ring or mesh WAN, at the scenario's {g6(cl.wan_GBps)} GB/s "
+                f"({g6(8 * cl.wan_GBps)} Gb/s) per directed link and {g6(cl.latency_ms)} ms one-way "
                 "latency per hop; [free] budget unless the scenario names one.", ""]
     out += [
            "### Fastest to target (time in s)", "",
@@ -325,7 +325,7 @@ def markdown(results: Results | dict) -> str:
             for b in BASES:
                 w = cl.winner[b][i][j]
                 cells.append("none" if w is None else
-                             f"{names.get(w, w)} ({cl.time_to_target_s[b][w][i][j]:.3g} s)")
+                             f"{names.get(w, w)} ({g3(cl.time_to_target_s[b][w][i][j])} s)")
         out.append(f"| {k} | " + " | ".join(cells) + " |")
     out += ["", "### Bandwidth break-evens against K (GB/s)", "",
             "| pair | basis | topology | " + " | ".join(f"K = {k}" for k in cl.dcs) + " |",
@@ -439,9 +439,9 @@ def cluster_view(sc: Scenario, results: Results | dict | None) -> View:
     _conclude_by_basis(view, sc, {b: _cluster_words(cl, b) for b in BASES})
     lat = float(cl.latency_ms)
     where = (f"On the scenario's links (the slowest {fmt_GBps(cl.wan_GBps)}, the longest "
-             f"{lat:g} ms one-way; the table below)" if cl.links_differ else
+             f"{g6(lat)} ms one-way; the table below)" if cl.links_differ else
              f"At the scenario's {fmt_GBps(cl.wan_GBps)} on every directed WAN link and "
-             f"{lat:g} ms one-way latency per hop")
+             f"{g6(lat)} ms one-way latency per hop")
     view.assumptions = [
         f"{where}, {setting_text(sc)}: the ENOB and budget controls "
         "do not move this section, the basis control does.",

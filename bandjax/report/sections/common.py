@@ -40,7 +40,8 @@ import numpy as np
 from ... import variants as _v
 from ...metrics import NEVER, NOT_MEASURED
 from ...scenario import BASES, Scenario
-from ...units import significant
+from ...units import describe_si, significant
+from ...units import plain as g6  # a setting as it reads: at most six significant digits
 from .. import passes
 from ..constants import STATUS
 from ..passes import budget_options, enob_label, scenario_budget
@@ -166,7 +167,7 @@ def _schema_words(error) -> str:
         return f"must hold {'at least' if rule == 'minItems' else 'at most'} {value} items"
     bounds = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}
     if rule in bounds:
-        return f"must be {bounds[rule]} {value:g}"
+        return f"must be {bounds[rule]} {g6(value)}"
     return error.message[:160]
 
 
@@ -568,13 +569,29 @@ def g3(x) -> str:
     return significant(x, 3)
 
 
+def g4(x) -> str:
+    """Four significant digits (a table's), thousands written out."""
+    return significant(x, 4)
+
+
 def count(x) -> str:
     """A parameter count: 7.92 M, 8.03 B."""
     x = float(x)
     for unit, f in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("k", 1e3)):
         if x >= f:
-            return f"{x / f:.3g} {unit}"
-    return f"{x:g}"
+            return f"{g3(x / f)} {unit}"
+    return g6(x)
+
+
+def fmt_value(x, units: str) -> str:
+    """A parameter's value in SI ``units`` (an inverse change's current or needed value), 4
+    significant figures in the unit a reader reads it in; ``-`` where there is none, ``[free]``
+    for an infinite budget."""
+    if x is None:
+        return "-"
+    if x in ("inf", math.inf):
+        return "[free]"
+    return x if isinstance(x, str) else describe_si(x, units)
 
 
 def fmt_GBps(x) -> str:

@@ -15,7 +15,7 @@ from .. import passes
 from ..constants import BUDGETS, ENERGY_PARTS, STATUS
 from . import frame
 from ...units import describe, parse, significant
-from .common import Results, Section, list_lengths
+from .common import Results, Section, count, g6, list_lengths
 
 
 @dataclass(frozen=True)
@@ -247,7 +247,7 @@ def markdown(results: Results | dict) -> str:
         "",
         f"Closed-form results of the reference model for {whose}, computed by bandjax. "
         f"Target loss {r.target_loss}. Budgets: [free] = module compute not charged, "
-        f"[low] = {low:g} GFLOP/s, [high] = {high:g} GFLOP/s.",
+        f"[low] = {g6(low)} GFLOP/s, [high] = {g6(high)} GFLOP/s.",
         "",
         "## Setup",
         "",
@@ -256,7 +256,7 @@ def markdown(results: Results | dict) -> str:
             ["cluster", f"{s['dcs']} DCs x {s['workers_per_dc']} workers (N = {s['workers']})"],
             ["worker port", _quantity(sc["links"]["worker_port"], "byte_rate")],
             ["pluggable module port", _quantity(sc["links"]["qsfp_port"], "byte_rate")],
-            ["WAN (per direction)", f"{s['wan_GBps']:g} GB/s = {s['wan_Gbps']:g} Gb/s"],
+            ["WAN (per direction)", f"{g6(s['wan_GBps'])} GB/s = {g6(s['wan_Gbps'])} Gb/s"],
             ["GPU compute per step", _quantity(sc["model"]["gpu_compute"], "time")],
             ["ENOB (in-transit band bits)", str(sc["band"]["enob"])],
             ["module optics / FPGA", f"{sc['module']['optics']} / {sc['module']['fpga']}"],
@@ -266,7 +266,7 @@ def markdown(results: Results | dict) -> str:
         "",
         "## Step time",
         "",
-        f"Step time per variant at the scenario's WAN ({s['wan_GBps']:g} GB/s), by module budget. "
+        f"Step time per variant at the scenario's WAN ({g6(s['wan_GBps'])} GB/s), by module budget. "
         "The fixed time d in each is calibrated (see assumptions).",
         "",
         _table(["variant", "[free] (ms)", "[low] (ms)", "[high] (ms)", "GPU compute share [free]",
@@ -345,7 +345,7 @@ def markdown(results: Results | dict) -> str:
     out += ["", "## Model size", "",
             "Bytes and GPU compute scale with P; the calibrated d does not, so the order of the "
             "variants changes only through d. Times to target (s), [free].", "",
-            _table(["variant", *(f"{m} ({ms[m]['params']:.3g} P), {b} (s)" for m in ms for b in BASES)],
+            _table(["variant", *(f"{m} (P = {count(ms[m]['params'])}), {b} (s)" for m in ms for b in BASES)],
                    [[_name(r, v), *(_num(ms[m]["time_to_target_s"][b][v]) for m in ms for b in BASES)]
                     for v in ids])]
 

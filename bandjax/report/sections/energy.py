@@ -12,7 +12,7 @@ from ...scenario import Scenario
 from ..constants import ENERGY_PARTS
 from ..passes import Sweeps
 from .common import (HEIGHT, Results, View, _bar_rows, _conclude, _filter, _finish, _params, _sel,
-                     bar_order, baseline, fmt_GBps, pick, short, tidy, variant_colors)
+                     bar_order, baseline, fmt_GBps, g3, g6, pick, short, tidy, variant_colors)
 
 KEY = "energy"
 
@@ -30,12 +30,12 @@ def _energy_words(per_step, to_target, at) -> list[str]:
     words = []
     if step_tot:
         lo = min(step_tot, key=step_tot.get)
-        words.append(f"Per step {lo} uses the least energy: {step_tot[lo]:.3g} J, against "
-                     f"{step_tot[base]:.3g} J for {base}.")
+        words.append(f"Per step {lo} uses the least energy: {g3(step_tot[lo])} J, against "
+                     f"{g3(step_tot[base])} J for {base}.")
     if tgt:
         lo = min(tgt, key=tgt.get)
-        words.append(f"To the target {lo} uses the least: {tgt[lo]:.3g} kJ"
-                     + (f", against {tgt[base]:.3g} kJ for {base}." if base in tgt else "."))
+        words.append(f"To the target {lo} uses the least: {g3(tgt[lo])} kJ"
+                     + (f", against {g3(tgt[base])} kJ for {base}." if base in tgt else "."))
     return words
 
 
@@ -54,9 +54,9 @@ def energy_view(sc: Scenario, results: Results, sw: Sweeps) -> View:
     _conclude(view, sc, lambda at: _energy_words(per_step, to_target, at))
     view.assumptions = [
         f"Compute = GPU static power x step time + energy per FLOP x 6 P tokens, for N workers; "
-        f"network = {float(sc.link_J_per_bit) * 1e12:g} pJ/bit on ports and module ports, "
-        f"{float(sc.wan_J_per_bit) * 1e12:g} pJ/bit on the WAN (both directions); modules = "
-        f"{float(sc.module_W):g} W each for E and E'.",
+        f"network = {g6(float(sc.link_J_per_bit) * 1e12)} pJ/bit on ports and module ports, "
+        f"{g6(float(sc.wan_J_per_bit) * 1e12)} pJ/bit on the WAN (both directions); modules = "
+        f"{g6(float(sc.module_W))} W each for E and E'.",
         f"At the scenario's {fmt_GBps(float(sc.wan_Bps) / 1e9)}; energy to target = measured steps "
         "x energy per step.",
     ]

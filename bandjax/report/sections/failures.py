@@ -22,8 +22,9 @@ import numpy as np
 from ...failures import BEYOND_FIRST_ORDER, FIRST_ORDER_LIMIT
 from ...grid import sweep
 from ...scenario import Scenario
+from ...units import duration
 from ..passes import Sweeps
-from .common import HEIGHT, WIDTH, Results, Section, View, _finish, _num, g3, variant_colors
+from .common import HEIGHT, WIDTH, Results, Section, View, _finish, _num, g3, g4, g6, variant_colors
 from .need import pack
 
 KEY = "failures"
@@ -146,30 +147,25 @@ def _leader(r: dict) -> str | None:
 
 
 def _pct(x) -> str:
-    return "-" if x is None else f"{100 * x:.3g}%"
+    return "-" if x is None else f"{g3(100 * x)}%"
 
 
 def _time(seconds) -> str:
-    if seconds is None or not math.isfinite(seconds):
-        return "-"
-    for unit, size in (("h", 3600.0), ("min", 60.0), ("s", 1.0)):
-        if seconds >= size:
-            return f"{seconds / size:.3g} {unit}"
-    return f"{seconds * 1e3:.3g} ms"
+    return "-" if seconds is None or not math.isfinite(seconds) else duration(seconds, 3)
 
 
 def assumptions(r: dict) -> list[str]:
     every = ("Young's interval sqrt(2 w / lambda)" if r["checkpoint_every_s"] is None
              else _time(r["checkpoint_every_s"]))
     return [
-        f"Each worker fails as a Poisson process at {r['rate_per_hour']:.4g} a worker-hour; "
+        f"Each worker fails as a Poisson process at {g4(r['rate_per_hour'])} a worker-hour; "
         f"restart u0 = {_time(r['restart_s'])}, checkpoint write w = "
         f"{_time(r['checkpoint_write_s'])}, checkpoint interval {every}.",
         "A variant syncing every step (H = 1) stops the whole job on any failure and goes back "
         "to its last checkpoint; one syncing in rounds (H > 1) loses only the failed DC's "
         "replica, which copies the model from a peer over its slowest incoming WAN link and "
         "rejoins at the next round (docs/model.md section 17).",
-        f"ETTR to first order in the failure rate: a product above {FIRST_ORDER_LIMIT:g} is "
+        f"ETTR to first order in the failure rate: a product above {g6(FIRST_ORDER_LIMIT)} is "
         "marked beyond first order, where the numbers are rough.",
         "Syncing every H steps is assumed not to change steps to target.",
         "The curve scales the workers per DC, the DCs as they are; compute utilisation changes "
@@ -206,7 +202,7 @@ def _table(r: Failures) -> tuple[list[str], list[list[str]]]:
     cols = ["variant", "H", "recovery", "checkpoint", "ETTR", "CU", "goodput"]
     rows = []
     for vid, d in r.variants.items():
-        rows.append([d["short"], f"{d['sync_every']:g}", d["rule"], _time(r.checkpoint_s[vid]),
+        rows.append([d["short"], g6(d['sync_every']), d["rule"], _time(r.checkpoint_s[vid]),
                      _pct(r.ettr[vid]), _pct(r.compute_utilisation[vid]),
                      _pct(r.goodput[vid]) + (" (rough)" if r.beyond_first_order[vid] else "")])
     return cols, rows

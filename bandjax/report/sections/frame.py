@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from ...scenario import GPUS, PRESETS, STUDY_GPU_FLOPs, Scenario, from_toml_dict, reference, to_toml_dict
-from .common import Results, count
+from .common import Results, count, g3, g4
 
 STUDY_TITLE = "When does computing the band in transit pay?"
 
@@ -61,11 +61,11 @@ class Frame:
     def setup(self) -> str:
         """One sentence: cluster, GPU and its compute a step, model, WAN topology."""
         c = self.compute_ms
-        compute = (f"{c[0]:.4g} ms of compute a step" if len(c) == 1 else
-                   f"{min(c):.4g} to {max(c):.4g} ms of compute a step by DC")
+        compute = (f"{g4(c[0])} ms of compute a step" if len(c) == 1 else
+                   f"{g4(min(c))} to {g4(max(c))} ms of compute a step by DC")
         N = sum(self.workers) if len(self.workers) > 1 else self.dcs * self.workers[0]
         gpu = ("GPUs that differ by DC" if len(c) > 1 else
-               f"{self.gpu} GPUs at {100 * self.utilisation:.3g}% utilisation" if self.gpu
+               f"{self.gpu} GPUs at {g3(100 * self.utilisation)}% utilisation" if self.gpu
                else "the study's calibrated GPU")
         return (f"{self.cluster} (N = {N}), {gpu} ({compute}), "
                 f"{self.model}, {self.topology} WAN")
@@ -120,7 +120,7 @@ def gpu_name(sc: Scenario) -> str:
         return ""
     name = next((k.upper() for k, g in GPUS.items()
                  if math.isclose(peak, g.peak_FLOPs, rel_tol=1e-9)), None)
-    return name if name is not None else f"{peak / 1e12:.4g} TFLOP/s-peak"
+    return name if name is not None else f"{g4(peak / 1e12)} TFLOP/s-peak"
 
 
 def model_words(sc: Scenario) -> str:

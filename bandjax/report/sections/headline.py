@@ -19,7 +19,7 @@ from ...scenario import BASES, Scenario
 from .. import passes
 from ..constants import TOPOLOGIES
 from .breakeven import BreakEvens
-from .common import Results, Section, _and, g3
+from .common import Results, Section, _and, fmt_value, g3, g6
 from .need import CAP_WORDS, cell, pct
 
 
@@ -173,14 +173,6 @@ def _crossing(r: BreakEvens | None, a, b, basis, lo, hi) -> float:
     return (lo * hi) ** 0.5
 
 
-def _fmt_value(x, units):
-    scale = {"B/s": (1e9, "GB/s"), "FLOP/s": (1e9, "GFLOP/s"), "S/s": (1e9, "GS/s"), "s": (1e-3, "ms")}
-    if not isinstance(x, (int, float)):
-        return str(x)
-    f, u = scale.get(units, (1.0, units))
-    return f"{x / f:.4g} {u}".rstrip()
-
-
 def lines(results: Results | dict) -> list[str]:
     """The headline as sentences (for results.md, the page and ``bandjax report``): the fastest
     variant, compute utilisation and the bandwidth each needs, the pacing link, where the winner
@@ -192,7 +184,7 @@ def lines(results: Results | dict) -> list[str]:
     # the methods the need section adds are named by its own table
     names = {**{v: x["short"] for v, x in (h.utilisation or {}).items()}, **results.names()}
     n = lambda v: names.get(v, v) if v else "none"  # noqa: E731
-    wan = f"{h.wan_GBps:g} GB/s ({8 * h.wan_GBps:g} Gb/s)"
+    wan = f"{g6(h.wan_GBps)} GB/s ({g6(8 * h.wan_GBps)} Gb/s)"
     if h.pacing:
         wan += " on the slowest link"
     out = []
@@ -209,8 +201,8 @@ def lines(results: Results | dict) -> list[str]:
     for bases, ch in _by_bases(h.changes, _same_changes):
         if ch:
             out.append("Over bandwidth the winner changes " + "; ".join(
-                f"from {n(c['from'])} to {n(c['to'])} at {c['GBps']:.3g} GB/s "
-                f"({8 * c['GBps']:.3g} Gb/s)" for c in ch) + f" ({bases}).")
+                f"from {n(c['from'])} to {n(c['to'])} at {g3(c['GBps'])} GB/s "
+                f"({g3(8 * c['GBps'])} Gb/s)" for c in ch) + f" ({bases}).")
         else:
             out.append(f"The winner is the same across 0.1 to 1,000 GB/s ({bases}).")
     small = h.smallest_change
@@ -225,8 +217,8 @@ def lines(results: Results | dict) -> list[str]:
                     f"steps to target of {n(c['b'])}" if c["parameter"] == "steps_b" else
                     _display_name(c["parameter"]))
             out.append(f"Smallest change for {n(c['a'])} to beat {n(c['b'])}: {what} from "
-                       f"{_fmt_value(c['current'], c['units'])} to {_fmt_value(c['required'], c['units'])} "
-                       f"(x {c['ratio']:.3g}; {basis}).")
+                       f"{fmt_value(c['current'], c['units'])} to {fmt_value(c['required'], c['units'])} "
+                       f"(x {g3(c['ratio'])}; {basis}).")
     return out
 
 
@@ -263,7 +255,7 @@ def _utilisation_lines(h: Headline, n) -> list[str]:
     u = h.utilisation
     if not u:
         return []
-    wan = f"{h.wan_GBps:g} GB/s ({8 * h.wan_GBps:g} Gbit/s)"
+    wan = f"{g6(h.wan_GBps)} GB/s ({g6(8 * h.wan_GBps)} Gbit/s)"
     # with links that differ the bandwidth is the slowest link's, every link scaled with it
     slowest = " (the slowest link's, every link in proportion)" if h.pacing else ""
     out = [f"Compute utilisation at {wan}{slowest}: " + "; ".join(
@@ -289,7 +281,7 @@ def _utilisation_lines(h: Headline, n) -> list[str]:
             bodies.append(([target], body))
     out += [f"WAN bandwidth per directed link{slowest} for {_and([pct(t) for t in targets])} "
             f"compute utilisation: {body}." for targets, body in bodies]
-    rounds = [f"{n(v)} (H = {x['sync_every']:g}" + (f", tau = {x['delay']}" if x["delay"] else "")
+    rounds = [f"{n(v)} (H = {g6(x['sync_every'])}" + (f", tau = {x['delay']}" if x["delay"] else "")
               + ")" for v, x in u.items() if x["sync_every"] > 1 or x["delay"] > 0]
     if rounds:
         out.append(f"Those figures take syncing every H steps (a late sync: tau steps) not to "
@@ -306,8 +298,8 @@ def _pacing_line(p: dict, n) -> str:
     link = f"{p['link'][0]} to {p['link'][1]}"
     share = ("every variant" if p["paces"] == p["of"] else
              f"{p['paces']} of the {p['of']} variants")
-    text = (f"On this {p['topology']} the {link} link ({p['bandwidth_GBps']:.3g} GB/s, "
-            f"{8 * p['bandwidth_GBps']:.3g} Gbit/s; {p['latency_ms']:.3g} ms) paces "
+    text = (f"On this {p['topology']} the {link} link ({g3(p['bandwidth_GBps'])} GB/s, "
+            f"{g3(8 * p['bandwidth_GBps'])} Gbit/s; {g3(p['latency_ms'])} ms) paces "
             f"{n(p['variant'])}, the fastest ({share}): raising it is the upgrade that gains most")
     nxt = p.get("next")
     if nxt is None:

@@ -31,7 +31,7 @@ from ...variants import METHODS, Variant
 from .. import constants as C
 from ..passes import budget_options, enob_label, scenario_budget
 from .common import (HEIGHT, WIDTH, Results, Section, View, _and, _finish, _num, close_ahead,
-                     coinciding, coinciding_note, g3, legend_name, list_lengths, start_ahead,
+                     coinciding, coinciding_note, g3, g6, legend_name, list_lengths, start_ahead,
                      take_ahead, variant_colors)
 
 KEY = "need"
@@ -89,7 +89,7 @@ def registry(sc: Scenario) -> tuple[Variant, ...]:
 def _setting(sc: Scenario) -> str:
     budget = dict((lab, disp) for lab, _, disp in budget_options(sc))[scenario_budget(sc)]
     return (f"ENOB {enob_label(sc.enob)} bits, module budget {budget}, overlap f = "
-            f"{float(sc.overlap_fraction):.3g}")
+            f"{g3(float(sc.overlap_fraction))}")
 
 
 def start(sc: Scenario, ctx: dict) -> None:
@@ -157,7 +157,7 @@ def Gbps_text(GBps: float) -> str:
 
 
 def pct(u: float) -> str:
-    return f"{100 * u:.3g}%"
+    return f"{g3(100 * u)}%"
 
 
 def cell(r, vid: str, i: int) -> str:
@@ -269,7 +269,7 @@ def _table(r: Need) -> tuple[list[str], list[list[str]]]:
     rows = []
     for vid, v in r.variants.items():
         at = r.utilisation_at_wan[vid]
-        rows.append([v["short"], f"{v['sync_every']:g}", str(v["fragments"]), str(v["delay"]),
+        rows.append([v["short"], g6(v['sync_every']), str(v["fragments"]), str(v["delay"]),
                      *(cell(r, vid, i) for i in range(len(r.utilisation))),
                      "not available" if at is None else pct(at)])
     return cols, rows

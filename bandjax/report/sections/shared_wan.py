@@ -35,7 +35,7 @@ from ... import links as _links
 from ... import variants as _v
 from ...scenario import Scenario
 from .common import (HEIGHT, PADDING_PX, WIDTH, Results, Section, View, _finish, _num,
-                     _variant_color, close_ahead, short, start_ahead, take_ahead)
+                     _variant_color, close_ahead, g3, g4, g6, short, start_ahead, take_ahead)
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ def _cost_s(est: dict) -> float:
 
 
 def _mb(x: float) -> str:
-    return f"{x / 1e6:.4g} MB"
+    return f"{g4(x / 1e6)} MB"
 
 
 def size_runs(scenario: Scenario, ids, loads, seeds: int, steps: int, budget_s: float,
@@ -240,14 +240,14 @@ def size_runs(scenario: Scenario, ids, loads, seeds: int, steps: int, budget_s: 
                      f"of {asked_steps}.")
     if kept and (chosen_steps, chosen_seeds) != (want_steps, want_seeds):
         notes.append(f"Runs of {chosen_steps} steps x {chosen_seeds} seeds instead of "
-                     f"{want_steps} x {want_seeds}, to fit the budget of {float(budget_s):g} s "
+                     f"{want_steps} x {want_seeds}, to fit the budget of {g6(float(budget_s))} s "
                      f"on {max(int(workers), 1)} worker(s) (about {e:.3g} link arrivals).")
     differ = _links.differ(scenario)
     if dropped:
         at = ("each link's own bandwidth" if differ
-              else f"{float(scenario.wan_Bps) / 1e9:g} GB/s a link")
-        notes.append(f"Load {', '.join(f'{x:g}' for x in sorted(dropped))}: the engine would "
-                     f"need more than the budget of {float(budget_s):g} s even at "
+              else f"{g6(float(scenario.wan_Bps) / 1e9)} GB/s a link")
+        notes.append(f"Load {', '.join(g6(x) for x in sorted(dropped))}: the engine would "
+                     f"need more than the budget of {g6(float(budget_s))} s even at "
                      f"{least_steps} steps x {least_seeds} seeds (other jobs' transfers of "
                      f"{_mb(float(scenario.background_B))} at load x {at}), "
                      + ("and the queueing approximation assumes identical links, so this load "
@@ -514,8 +514,8 @@ def build(scenario: Scenario, ctx: dict) -> SharedWan:
                 notes.append(f"No trace: {e}")
         else:
             notes.append(f"No trace of the first steps: {TRACE_STEPS} steps of "
-                         f"{scenario.variant(trace_variant).short} at load {trace_load:g} would take about "
-                         f"{_cost_s(est):.3g} s, over a fifth of the budget.")
+                         f"{scenario.variant(trace_variant).short} at load {g6(trace_load)} would take about "
+                         f"{g3(_cost_s(est))} s, over a fifth of the budget.")
     out["sizing"] = {k: v for k, v in sized.items()} | {"notes": notes}
     return SharedWan(**out)
 
@@ -534,13 +534,13 @@ def markdown(results: Results | dict) -> str:
     loads = r.loads
     approx = r.approx_step_ms is not None
     cols = "seed 0 / mean [95% CI] / growth" + (" / approx." if approx else "")
-    head = " | ".join(f"load {x:g}: {cols}" for x in loads)
+    head = " | ".join(f"load {g6(x)}: {cols}" for x in loads)
     K, topology = r.dcs, r.topology
     lines = [
         "## Shared WAN (event engine)",
         "",
         f"{K} DCs joined as a {topology}: each of the {r.links} directed WAN links in "
-        f"use ({r.bandwidth_GBps:g} GB/s " + ("the slowest; each at its own" if r.approx_left_out
+        f"use ({g6(r.bandwidth_GBps)} GB/s " + ("the slowest; each at its own" if r.approx_left_out
                                              else "each") + ") is a first-come-first-served link "
         "shared with other jobs' Poisson transfers at load x capacity; the sync's bytes on "
         f"each link go as {_mb((r.sizing or {}).get('message_B', 1e6))} messages one after "
@@ -566,13 +566,13 @@ def markdown(results: Results | dict) -> str:
         for j in range(len(loads)):
             lo, hi = r.ci95_ms[vid][j]
             a = r.approx_step_ms[vid][j] if approx else None
-            a_cell = f" / {'n/a' if a is None else f'{a:.3f}'}" if approx else ""
+            a_cell = f" / {'n/a' if a is None else g4(a)}" if approx else ""
             if s[j] is None:
                 cells.append(f"n/a (approximation only){a_cell}" if approx else
                              "n/a (over the engine's budget; no approximation: the links differ)")
                 continue
-            interval = "[n/a: one seed]" if lo is None else f"[{lo:.3f}, {hi:.3f}]"
-            cells.append(f"{s[j]:.3f} / {r.mean_step_ms[vid][j]:.3f} {interval} / "
+            interval = "[n/a: one seed]" if lo is None else f"[{g4(lo)}, {g4(hi)}]"
+            cells.append(f"{g4(s[j])} / {g4(r.mean_step_ms[vid][j])} {interval} / "
                          f"x{r.growth[vid][j]:.2f}{a_cell}")
         lines.append(f"| {shorts.get(vid, vid)} | " + " | ".join(cells) + " |")
     if sizing.get("notes"):
@@ -580,7 +580,7 @@ def markdown(results: Results | dict) -> str:
     measured = r.approx_accuracy_by_cluster
     if approx and measured and all(m["accuracy"] is not None for m in measured):
         lines += ["", "The approximation's worst error against the engine's steady-state mean "
-                  f"(every variant, 12.5 GB/s per link), loads 0.5 to {measured[0]['split_load']:g}"
+                  f"(every variant, 12.5 GB/s per link), loads 0.5 to {g6(measured[0]['split_load'])}"
                   " / to 0.95: "
                   + ", ".join(f"K = {m['dcs']} {m['topology'] if m['dcs'] > 2 else ''}"
                               .rstrip() + f" {m['accuracy_up_to_split']:.0%} / {m['accuracy']:.0%}"
@@ -590,7 +590,7 @@ def markdown(results: Results | dict) -> str:
             "",
             f"At load 0 the engine matches the closed-form step to {r.load0_max_rel_err:.1e} "
             f"(largest relative difference over every variant at "
-            f"{', '.join(f'{p:g}' for p in sorted({p['GBps'] for p in r.load0_points}))} GB/s).",
+            f"{', '.join(g6(p) for p in sorted({p['GBps'] for p in r.load0_points}))} GB/s).",
         ]
     return "\n".join(lines)
 
@@ -630,17 +630,17 @@ def shared_wan_view(sc: Scenario, results: Results | dict | None) -> View:
     for r in rows:
         r["lo_drawn_ms"] = r["lo_ms"] if r["lo_ms"] is None or r["lo_ms"] > 0 else floor
     for j, load in enumerate(loads):
-        cells = [f"{float(load):g}"]
+        cells = [g6(float(load))]
         for vid in [v for v in sc.ids if v in step]:
             s = step[vid][j]
             a = approx.get(vid, [None] * len(loads))[j]
-            cell = f"{float(s):.4g}" if s is not None else (
-                f"n/a (approximation {float(a):.4g})" if a is not None else
+            cell = g4(float(s)) if s is not None else (
+                f"n/a (approximation {g4(float(a))})" if a is not None else
                 "n/a (over the engine's budget; no approximation: the links differ)"
                 if sw.approx_left_out else "n/a")
             if vid in ci and ci[vid][j] and ci[vid][j][0] is not None:
                 lo, hi = ci[vid][j]
-                cell += f" [{float(lo):.4g}, {float(hi):.4g}]"
+                cell += f" [{g4(float(lo))}, {g4(float(hi))}]"
             cells.append(cell)
         table.append(cells)
     view.table = {"columns": ["load"] + [f"{short(v)} (ms)" for v in sc.ids if v in step],
@@ -674,17 +674,17 @@ def shared_wan_view(sc: Scenario, results: Results | dict | None) -> View:
         for vid in [v for v in sc.ids if v in step]:
             s0, s1 = step[vid][0], step[vid][top]
             if s0 and s1:
-                parts.append(f"{short(vid)} {float(s1):.4g} ms ({float(s1) / float(s0):.3g}x load "
-                             f"{float(loads[0]):g})")
+                parts.append(f"{short(vid)} {g4(float(s1))} ms ({g3(float(s1) / float(s0))}x load "
+                             f"{g6(float(loads[0]))})")
         if parts:
-            view.conclusion.append(f"At load {float(loads[top]):g} the mean steps take " +
+            view.conclusion.append(f"At load {g6(float(loads[top]))} the mean steps take " +
                                    ", ".join(parts) + ".")
         best0 = min((v for v in step if step[v][0] is not None), key=lambda v: step[v][0], default=None)
         best1 = min((v for v in step if step[v][top] is not None), key=lambda v: step[v][top], default=None)
         if best0 and best1:
             view.conclusion.append(
-                f"Fastest mean step at load {float(loads[0]):g}: {short(best0)}; at load "
-                f"{float(loads[top]):g}: {short(best1)}.")
+                f"Fastest mean step at load {g6(float(loads[0]))}: {short(best0)}; at load "
+                f"{g6(float(loads[top]))}: {short(best1)}.")
     # the sizes the runs used: the sizing may have made the sync's messages larger
     msg = _mb(float((sw.sizing or {}).get("message_B", sc.wan_message_B)))
     bg = _mb(float(sc.background_B))

@@ -26,8 +26,9 @@ from ...grid import sweep
 from ...scenario import STRAGGLERS, Scenario
 from ...sitevalue import MIN_DCS, site_idle, site_value, sites_differ, sites_of
 from ...tolerance import status_names, tolerated_tail
+from ...units import describe
 from ..passes import Sweeps
-from .common import HEIGHT, WIDTH, Results, Section, View, _finish, _num, variant_colors
+from .common import HEIGHT, WIDTH, Results, Section, View, _finish, _num, g3, g4, g6, variant_colors
 from .need import pack
 
 KEY = "sites"
@@ -173,7 +174,7 @@ def build(sc: Scenario, ctx: dict) -> SitesStragglers:
 
 
 def _pct(x) -> str:
-    return "-" if x is None else f"{100 * x:.3g}%"
+    return "-" if x is None else f"{g3(100 * x)}%"
 
 
 def _symbol(family: str) -> str:
@@ -183,16 +184,11 @@ def _symbol(family: str) -> str:
 def _tail_words(r: dict) -> str:
     if r["family"] == "none" or not r["tail"]:
         return "no straggler tail"
-    return f"a {r['family']} tail of {_symbol(r['family'])} = {r['tail']:.3g}"
+    return f"a {r['family']} tail of {_symbol(r['family'])} = {g3(r['tail'])}"
 
 
 def _rate(x) -> str:
-    if x is None:
-        return "-"
-    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(x) >= size:
-            return f"{x / size:.3g}{unit} tokens/s"
-    return f"{x:.3g} tokens/s"
+    return "-" if x is None else describe(x, "token_rate", 3)
 
 
 def assumptions(r: dict) -> list[str]:
@@ -207,7 +203,7 @@ def assumptions(r: dict) -> list[str]:
                    "workers; without one, the others keep theirs.")
     if r["largest_tail"] is not None:
         out.append(f"The tolerated tail is searched from 0 to {_symbol(r['family'])} = "
-                   f"{r['largest_tail']:g}, the family's largest.")
+                   f"{g6(r['largest_tail'])}, the family's largest.")
     out.append("Compute utilisation against H: each method with its own fragments and delay, at "
                "every H they allow; data parallel syncs every step (H = 1).")
     return out
@@ -245,9 +241,9 @@ def conclusions(r: dict) -> list[str]:
         if ok:
             best = max(ok, key=lambda k: ok[k])
             out.append(f"To keep its GPUs computing {_pct(r['target'])} of the time, "
-                       f"{v[best]['short']} tolerates the most: a tail of {sym} = {ok[best]:.3g}"
+                       f"{v[best]['short']} tolerates the most: a tail of {sym} = {g3(ok[best])}"
                        + (" or more (any tail searched)" if r["tolerated_status"][best] == "any" else "")
-                       + f" (the scenario's is {r['tail']:.3g}).")
+                       + f" (the scenario's is {g3(r['tail'])}).")
         else:
             out.append(f"No variant keeps its GPUs computing {_pct(r['target'])} of the time, "
                        "even with no tail.")
@@ -277,19 +273,19 @@ def _variant_table(r: SitesStragglers) -> tuple[list[str], list[list[str]]]:
     for vid, d in r.variants.items():
         site = max((x for x in r.waiting_for_site[vid] if x is not None), default=None)
         worker = max((x for x in r.waiting_for_worker[vid] if x is not None), default=None)
-        row = [d["short"], f"{d['sync_every']:g}", _pct(r.compute_utilisation[vid]), _pct(site),
+        row = [d["short"], g6(d['sync_every']), _pct(r.compute_utilisation[vid]), _pct(site),
                _pct(worker)]
         if r.largest_tail is not None:
             st, t = r.tolerated_status[vid], r.tolerated_tail[vid]
             row.append("missed with no tail" if st == "not_reachable" else
-                       f"any (to {r.largest_tail:g})" if st == "any" else f"{t:.3g}")
+                       f"any (to {g6(r.largest_tail)})" if st == "any" else g3(t))
         rows.append(row)
     return cols, rows
 
 
 def _site_table(r: SitesStragglers) -> tuple[list[str], list[list[str]]]:
     cols = ["site", "workers", "compute per step"]
-    rows = [[s, f"{w:,.0f}", f"{1e3 * c:.4g} ms" if c is not None else "-"]
+    rows = [[s, f"{w:,.0f}", f"{g4(1e3 * c)} ms" if c is not None else "-"]
             for s, w, c in zip(r.sites, r.workers, r.compute_s)]
     return cols, rows
 

@@ -8,9 +8,10 @@ import numpy as np
 
 from ...scenario import Scenario
 from ...step import STAGES, budget_break_even_FLOPs
+from ...units import significant
 from .. import constants as C
 from ..passes import Sweeps
-from .common import HEIGHT, WIDTH, Results, View, _finish, _num
+from .common import HEIGHT, WIDTH, Results, View, _finish, _num, g3, g4, g6
 
 KEY = "stages"
 
@@ -31,10 +32,10 @@ def stages_view(sc: Scenario, results: Results, sw: Sweeps) -> View:
     free = np.asarray(sw.at(sw.point).module_stage_s.isel(basis=0))
     table_rows = []
     for lab, stages in (("[free] not charged", free),
-                        (f"[low] {marks['low']:g} GFLOP/s", st[list(grid).index(marks["low"])]),
-                        (f"[high] {marks['high']:g} GFLOP/s", st[list(grid).index(marks["high"])])):
+                        (f"[low] {g6(marks['low'])} GFLOP/s", st[list(grid).index(marks["low"])]),
+                        (f"[high] {g6(marks['high'])} GFLOP/s", st[list(grid).index(marks["high"])])):
         b = int(np.argmax(stages))
-        table_rows.append([lab] + [f"{stages[k] * 1e3:.4g}" + (" (binds)" if k == b else "")
+        table_rows.append([lab] + [g4(stages[k] * 1e3) + (" (binds)" if k == b else "")
                                    for k in range(len(STAGES))])
     view = View("stages", "The module's four stages against its compute budget")
     view.data = {"stages": rows, "break_even_GFLOPs": _num(be), "marks": marks}
@@ -47,15 +48,15 @@ def stages_view(sc: Scenario, results: Results, sw: Sweeps) -> View:
     c = STAGES.index("compute")
     view.conclusion = [
         f"The module's compute binds below {be:.1f} GFLOP/s; above it the {STAGES[rest]} stage binds "
-        f"at {free[rest] * 1e3:.4g} ms per worker's delta, whatever the budget.",
-        f"At [low] ({marks['low']:g} GFLOP/s) compute takes {low[c] * 1e3:.5g} ms, "
-        f"{low[c] / free[rest]:.3g}x the {STAGES[rest]}; at [high] ({marks['high']:g} GFLOP/s) "
-        f"{high[c] * 1e3:.4g} ms, {high[c] / free[rest]:.3g}x.",
+        f"at {g4(free[rest] * 1e3)} ms per worker's delta, whatever the budget.",
+        f"At [low] ({g6(marks['low'])} GFLOP/s) compute takes {significant(low[c] * 1e3, 5)} ms, "
+        f"{g3(low[c] / free[rest])}x the {STAGES[rest]}; at [high] ({g6(marks['high'])} GFLOP/s) "
+        f"{g4(high[c] * 1e3)} ms, {g3(high[c] / free[rest])}x.",
     ]
     view.assumptions = [
         "The four stages are pipelined: the slowest sets the module's time.",
-        f"The transform costs {float(sc.transform_flops_per_param):g} FLOP per parameter; "
-        f"the optics run at {float(sc.optics_Sps) / 1e9:g} GS/s, one sample per parameter.",
+        f"The transform costs {g6(float(sc.transform_flops_per_param))} FLOP per parameter; "
+        f"the optics run at {g6(float(sc.optics_Sps) / 1e9)} GS/s, one sample per parameter.",
     ]
     return view
 
@@ -93,7 +94,7 @@ def stages_chart(view: View, sc: Scenario, interactive: bool = False):
         width="container" if interactive else WIDTH, height=HEIGHT)
     be = d["break_even_GFLOPs"]
     mark_rows = [{"GFLOPs": be, "label": f"{be:.1f} GFLOP/s:\ncompute stops binding", "where": "top"}]
-    mark_rows += [{"GFLOPs": v, "label": f"[{k}] {v:g}", "where": "bottom"} for k, v in d["marks"].items()]
+    mark_rows += [{"GFLOPs": v, "label": f"[{k}] {g6(v)}", "where": "bottom"} for k, v in d["marks"].items()]
     return _finish(chart), {"stages": d["stages"], "marks": mark_rows}
 
 

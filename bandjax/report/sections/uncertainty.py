@@ -33,7 +33,7 @@ from ...scenario import BASES, Scenario, field_table
 from ...variants import DEFAULT_PAIRS
 from .. import constants as C
 from .common import (ANY, HEIGHT, WIDTH, Results, Section, View, _basis_filter, _conclude_by_basis,
-                     _finish, _log_x, _num, _params, _sel, fmt_GBps, g3, setting_text, short)
+                     _finish, _log_x, _num, _params, _sel, fmt_GBps, g3, g6, setting_text, short)
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ def build(sc: Scenario, ctx: dict) -> Uncertainty:
 
 
 def _interval(q) -> str:
-    return "-" if q[0] is None else f"{q[0]:.3g} to {q[2]:.3g} GB/s"
+    return "-" if q[0] is None else f"{g3(q[0])} to {g3(q[2])} GB/s"
 
 
 def _mc_first(e: dict) -> bool:
@@ -160,12 +160,12 @@ def intervals_in_order(e: dict, interval=_interval) -> tuple[str, str]:
 
 
 def _range(bw) -> str:
-    return f"{bw[0]:g} GB/s" if len(bw) == 1 else f"{bw[0]:g} to {bw[-1]:g} GB/s"
+    return f"{g6(bw[0])} GB/s" if len(bw) == 1 else f"{g6(bw[0])} to {g6(bw[-1])} GB/s"
 
 
 def _g(x, unit: str = "GB/s") -> str:
     """``x`` with its unit; "-" for no value (no crossing in the searched range)."""
-    return "-" if x is None or (isinstance(x, float) and not np.isfinite(x)) else f"{x:.3g} {unit}"
+    return "-" if x is None or (isinstance(x, float) and not np.isfinite(x)) else f"{g3(x)} {unit}"
 
 
 def weakest_words(r: Uncertainty) -> list[str]:
@@ -174,7 +174,7 @@ def weakest_words(r: Uncertainty) -> list[str]:
     weak = []
     for w in r.weakest_input:
         line = (f"{short[w['variant']]}'s steps to target ({w['steps']:,.0f} steps at ENOB "
-                f"{w['enob_bits']:g} bits, one seed), which {short[w['follower']]} takes")
+                f"{g6(w['enob_bits'])} bits, one seed), which {short[w['follower']]} takes")
         if w["decides"]:
             line += (": they decide whether " + ", ".join(
                 f"{short[d['a']]} beats {short[d['b']]} (at {_range(d['bandwidth_GBps'])})"
@@ -218,7 +218,7 @@ def markdown(results: Results | dict) -> str:
     picks = [i for i, b in enumerate(bw) if b in (0.1, 1.0, 12.5, 100.0, 1000.0)]
     out += ["", "Probability that the first of the pair reaches the target first "
             "(results.json: `p_a_wins`, aligned with `bandwidth_GBps`):", "",
-            "| pair | basis | " + " | ".join(f"{bw[i]:g} GB/s" for i in picks) + " |",
+            "| pair | basis | " + " | ".join(f"{g6(bw[i])} GB/s" for i in picks) + " |",
             "|---|---|" + "---|" * len(picks)]
     for e in r.break_even_GBps:
         out.append(f"| {short[e['a']]} vs {short[e['b']]} | {e['basis'] or 'either'} | "
