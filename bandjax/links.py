@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._limits import MAX_LINK_BANDWIDTH_RATIO, MAX_LINK_DCS
-from .units import ScenarioError
+from .units import DIMENSIONS, ScenarioError, shown
 from .variants import TOPOLOGIES
 
 
@@ -146,6 +146,14 @@ def _shown_table(value) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _shown(value, unit: str) -> str:
+    """A link's value with its unit for a message, as :func:`bandjax.units.shown` writes it (as
+    typed, or to 6 significant figures where that takes more)."""
+    if unit in DIMENSIONS:
+        return str(shown(float(value), DIMENSIONS[unit]))
+    return f"{shown(float(value), 'count')} {unit}"
+
+
 def _check_values(a: np.ndarray, what: str, names, positive: bool, unit: str) -> None:
     """Every link's value finite and > 0 (``positive``) or >= 0; the first that is not is named
     by its pair (one vectorised test)."""
@@ -154,8 +162,8 @@ def _check_values(a: np.ndarray, what: str, names, positive: bool, unit: str) ->
     np.fill_diagonal(good, True)
     if not np.all(good):
         i, j = np.argwhere(~good)[0]
-        raise ScenarioError(f"{what} [{names[i]!r} -> {names[j]!r}] = {float(a[i, j])!r}: must be "
-                            f"a finite number {'>' if positive else '>='} 0 {unit}")
+        raise ScenarioError(f"{what} [{names[i]!r} -> {names[j]!r}] = {_shown(a[i, j], unit)}: "
+                            f"must be a finite number {'>' if positive else '>='} 0 {unit}")
 
 
 def _check_ratio(B: np.ndarray, what: str, names, unit: str) -> None:
@@ -167,10 +175,10 @@ def _check_ratio(B: np.ndarray, what: str, names, unit: str) -> None:
     if hi > lo * MAX_LINK_BANDWIDTH_RATIO:  # no division: 1e300 / 1e-300 would overflow
         (i, j), (k, m) = np.argwhere(off & (B == hi))[0], np.argwhere(off & (B == lo))[0]
         decades = math.log10(hi) - math.log10(lo)
-        shown = f"{10 ** decades:.3g}" if decades < 300 else f"1e{decades:.0f}"
+        times = f"{10 ** decades:.3g}" if decades < 300 else f"1e{decades:.0f}"
         raise ScenarioError(f"{what}: the fastest link [{names[i]!r} -> {names[j]!r}] = "
-                            f"{float(hi)!r} {unit} is {shown} times the slowest "
-                            f"[{names[k]!r} -> {names[m]!r}] = {float(lo)!r} {unit}; at most "
+                            f"{_shown(hi, unit)} is {times} times the slowest "
+                            f"[{names[k]!r} -> {names[m]!r}] = {_shown(lo, unit)}; at most "
                             f"{MAX_LINK_BANDWIDTH_RATIO:.0e} times "
                             "(bandjax._limits.MAX_LINK_BANDWIDTH_RATIO)")
 

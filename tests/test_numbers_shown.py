@@ -160,6 +160,19 @@ def test_computed_values_in_field_errors_are_rounded():
     assert "'-0.0227 ms'" in str(e.value)
 
 
+@pytest.mark.parametrize("bandwidth, latency, words", [
+    # a link computed as a third of 1 GB/s, negative: its value to 6 figures, in GB/s
+    ([[0, -1e9 / 3], [1e9, 0]], None, "['dc0' -> 'dc1'] = -0.333333 GB/s: must be"),
+    ([[0, 1e9], [1e9, 0]], [[0, -1 / 3], [0, 0]], "['dc0' -> 'dc1'] = -333.333 ms: must be"),
+    # past the largest ratio: both links named with their values
+    ([[0, 1e-3], [1e15 / 3, 0]], None, "['dc1' -> 'dc0'] = 333.333 TB/s is 3.33e+17 times"),
+])
+def test_link_errors_print_no_long_float(bandwidth, latency, words):
+    with pytest.raises(ScenarioError) as e:
+        bj.reference().with_links(bandwidth, latency=latency)
+    assert words in str(e.value) and long_floats(str(e.value)) == [], str(e.value)
+
+
 def test_coinciding_curves_are_found_from_the_numbers():
     from bandjax.report.sections.common import coinciding, coinciding_note
 
