@@ -46,6 +46,11 @@ MAX_DCS = 1_000
 """Data centres in one `bandjax wan` run (every directed WAN link is simulated: 999,000 on a mesh
 of 1,000)."""
 
+MAX_SITES = 1_000
+"""DCs the site questions (`bandjax sites`, the report's sites section) take one by one: each a
+row, a column of every per-site array and, where sites differ, a sweep without it (10,000 equal
+DCs took over a minute and 10^8 ran out of memory before)."""
+
 MAX_LOCAL_WORKERS = 64
 """Worker processes of a LocalCluster made for one command (each a few hundred MB)."""
 

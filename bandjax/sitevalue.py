@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
+from ._limits import MAX_SITES
 from .grid import QUANTITIES, sweep
 from .links import default_names
 from .scenario import Scenario, reference
@@ -68,6 +69,9 @@ def sites_of(sc: Scenario) -> SiteTable:
         rel = np.asarray(sites.compute_rel, dtype=float)
         return SiteTable(tuple(sites.names), workers, rel, c * rel, False)
     K = int(_scalar(sc, "dcs"))
+    if K > MAX_SITES:  # before K names and arrays are made
+        raise ValueError(f"dcs = {K:,}: the sites of a job are taken one by one; at most "
+                         f"{MAX_SITES:,} DCs (bandjax._limits.MAX_SITES)")
     names = sc.links.names if sc.links is not None else default_names(K)
     n = _scalar(sc, "workers_per_dc")
     return SiteTable(tuple(names), np.full(K, n), np.ones(K), np.full(K, c), True)
@@ -161,7 +165,10 @@ def site_value(scenario: Scenario | None = None, variant=None) -> xr.Dataset:
         raise ValueError(f"variant {unknown[0]!r} is not in the scenario's registry; allowed: "
                          f"{', '.join(sc.ids)}")
     tp, cu = _at(sc, ids)
-    without = [_at(without_site(sc, name), ids) for name in table.names]
+    if table.equal and sc.links is None:  # without any one of K equal DCs: the same K - 1
+        without = [_at(without_site(sc, table.names[0]), ids)] * table.K
+    else:
+        without = [_at(without_site(sc, name), ids) for name in table.names]
     tp_wo = np.stack([w[0] for w in without])
     cu_wo = np.stack([w[1] for w in without])
     tokens = {"units": "tokens/s"}

@@ -7,8 +7,10 @@ import pytest
 
 import bandjax as bj
 from bandjax.cli import EXIT_ERROR, main
+from bandjax.scenario import save
 from bandjax.sitevalue import site_idle
 from bandjax.units import UNITS
+from test_hostile import bounded  # a hang guard, not a speed check
 
 
 def _rows(out: str, vid: str) -> list[list[str]]:
@@ -65,7 +67,8 @@ def test_two_dcs_say_what_each_site_adds_needs(capsys):
     (["--straggler", "exponential", "--target", "1.5"], "--target 1.5: must be a compute-utilisation target"),
     (["--straggler", "exponential", "--tail", "2"], "an exponential tail share must be in [0, 1]"),
     (["--tail", "-1"], "--tail -1: must be a tail >= 0"),
-    (["--dcs", "1"], "--dcs 1: must be a whole number >= 2"),
+    (["--dcs", "1"], "--dcs 1: must be a whole number of DCs in 2 .. 1,000"),
+    (["--dcs", "1001"], "--dcs 1001: must be a whole number of DCs in 2 .. 1,000"),
     (["--straggler", "weibull"], "invalid choice: 'weibull'"),
     (["--variant", "nope"], "--variant nope"),
 ])
@@ -73,3 +76,14 @@ def test_sites_bad_input(capsys, argv, fragment):
     assert main(["sites", *argv]) == EXIT_ERROR
     err = capsys.readouterr().err
     assert fragment in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_more_dcs_than_the_sites_take_are_refused_before_any_array(tmp_path, capsys):
+    """A scenario of 10^8 equal DCs: one line at once (it ran out of memory making 10^8 names)."""
+    path = tmp_path / "dcs.toml"
+    save(bj.reference().replace(dcs=1e8), path)
+    with bounded():
+        assert main(["sites", "--scenario", str(path)]) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert "dcs = 100,000,000: the sites of a job are taken one by one; at most 1,000 DCs" in err
+    assert len(err.strip().splitlines()) == 1

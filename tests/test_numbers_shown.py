@@ -1,10 +1,12 @@
 """No number a reader sees carries more than 6 significant figures: results.md, the figures' text,
 the page's visible text (tests/test_explorer.py) and the scenario's error messages, on the
-reference report and on a scenario whose links differ. A reader's number goes through one
-formatter (bandjax.units.significant / describe); a float's repr is a defect."""
+reference report and on a scenario whose links differ; every command's --help, and the one-line
+error of each bad number given to each numeric option of each command. A reader's number goes
+through one formatter (bandjax.units.significant / describe); a float's repr is a defect."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import xml.etree.ElementTree as ET
@@ -12,9 +14,10 @@ import xml.etree.ElementTree as ET
 import pytest
 
 import bandjax as bj
-from bandjax import report
+from bandjax import cli, report
 from bandjax.scenario import ScenarioError, load
 from bandjax.units import describe, describe_si, duration, plain, shown, significant
+from test_hostile import bounded  # a hang guard, not a speed check
 
 MOST = 6  # significant figures a reader is shown, at most
 
@@ -185,6 +188,77 @@ def test_coinciding_curves_are_found_from_the_numbers():
     assert coinciding(rows, "GBps", "cu") == []
     assert coinciding_note([["A", "B", "C"]], "bandwidth") == [
         "A, B and C coincide (equal at every bandwidth drawn): one line shows all of them."]
+
+
+# ------------------------------------------------------------------------------ the command line
+
+
+def subcommands() -> dict[str, argparse.ArgumentParser]:
+    """Every ``bandjax`` subcommand's parser, by name, as the command line builds them."""
+    (sub,) = [a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(sub.choices)
+
+
+@pytest.mark.parametrize("argv", [["--help"]] + [[name, "--help"] for name in subcommands()])
+def test_help_prints_no_long_float(argv, capsys):
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: bandjax") and long_floats(out) == [], out
+
+
+# the positional arguments a subcommand needs before its options are read: valid ones
+POSITIONALS = {"breakeven": ["adamw", "topk"], "store": ["out.zarr"],
+               "calibrate": ["rows.csv", "--fit", "d.adamw"]}
+# a value no numeric option takes: below every range, not a number, past the largest float, words
+BAD_FLOATS = ("-1", "nan", "1e999", "twelve")
+BAD_INTS = ("-1", "1.5", "1e999", "twelve")
+# options that take numbers as text (a preset's name or a number): each with its bad values
+TEXT_NUMBERS = [["goodput", "--rate", "-1"], ["goodput", "--rate", "nan"],
+                ["goodput", "--rate", "1e999"], ["store", "out.zarr", "--budget", "-1"],
+                ["store", "out.zarr", "--budget", "nan"], ["winner", "--over", "dcs", "-1"],
+                ["winner", "--over", "budget", "nan"], ["winner", "--over", "H", "1e999"]]
+
+
+def bad_invocations() -> list[list[str]]:
+    """For each numeric option of each subcommand (read from its parser), each bad value; the
+    subcommand's positional arguments given valid. A subcommand that needs positionals and has
+    none in :data:`POSITIONALS` fails here, so a new one is not left out."""
+    cases = []
+    for name, parser in subcommands().items():
+        needs = [a for a in parser._actions if not a.option_strings and a.required]
+        assert not needs or name in POSITIONALS, f"bandjax {name}: give its positionals"
+        for action in parser._actions:
+            if action.type not in (float, int) or not action.option_strings:
+                continue
+            count = action.nargs if isinstance(action.nargs, int) else 1
+            for value in BAD_FLOATS if action.type is float else BAD_INTS:
+                cases.append([name, *POSITIONALS.get(name, []), action.option_strings[0],
+                              *[value] * count])
+    return cases + TEXT_NUMBERS
+
+
+def test_the_catalogue_holds_every_numeric_option():
+    """Every option typed as a number appears (the catalogue is read from the parsers)."""
+    cases = bad_invocations()
+    for name, parser in subcommands().items():
+        for action in parser._actions:
+            if action.type in (float, int) and action.option_strings:
+                assert any(c[0] == name and action.option_strings[0] in c for c in cases)
+    assert ["wan", "--max-sim-s", "nan"] in cases and ["winner", "--points", "1.5"] in cases
+
+
+@pytest.mark.parametrize("argv", bad_invocations(), ids=" ".join)
+def test_a_bad_number_is_one_line_with_no_long_float(argv, capsys, tmp_path, monkeypatch):
+    """Exit 2, one line ``bandjax ...: error: ...``, no traceback and no number printed with more
+    than 6 significant figures; refused before any work (under the hostile tests' hang guard)."""
+    monkeypatch.chdir(tmp_path)  # a relative output path lands here
+    (tmp_path / "rows.csv").write_text("variant,bandwidth,step_ms\nadamw,12.5,4.075\n")
+    with bounded():
+        rc = cli.main(argv)
+    err = capsys.readouterr().err
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert rc == 2 and len(lines) == 1 and lines[0].startswith("bandjax"), (rc, err)
+    assert "Traceback" not in err and long_floats(err) == [], err
 
 
 # ------------------------------------------------------------------------------ the page at 1,400 px

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from .._limits import MAX_SITES
 from ..scenario import STRAGGLERS
 from ..units import describe, duration, significant
 from ._setup import sig
@@ -43,9 +44,10 @@ def check_sites_args(args) -> None:
                          "[0, 1] or a lognormal sigma)")
     if args.bandwidth is not None and not (math.isfinite(args.bandwidth) and args.bandwidth > 0):
         raise ValueError(f"--bandwidth {sig(args.bandwidth)}: must be a finite bandwidth > 0 GB/s")
-    for option, value, lowest in (("--dcs", args.dcs, 2), ("--workers", args.workers, 1)):
-        if value is not None and value < lowest:
-            raise ValueError(f"{option} {value}: must be a whole number >= {lowest}")
+    if args.dcs is not None and not 2 <= args.dcs <= MAX_SITES:
+        raise ValueError(f"--dcs {args.dcs}: must be a whole number of DCs in 2 .. {MAX_SITES:,}")
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers {args.workers}: must be a whole number >= 1")
 
 
 def _changes(args) -> dict:
