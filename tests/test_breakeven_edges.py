@@ -15,6 +15,7 @@ from bandjax import breakeven as be
 from bandjax import variants as V
 from bandjax.cli import main
 from bandjax.step import step_s
+from bandjax.units import significant
 
 import breakeven_reference as ref
 
@@ -207,7 +208,7 @@ def test_the_report_entry_and_its_cell_state_the_tie():
     assert e["GBps"] == [] and e["status"] == "tie_over_interval"
     assert e["ties_GBps"][0][0] == pytest.approx(onset, rel=1e-9) and e["ties_GBps"][0][1] == 1000.0
     assert e["winner_below"] == "band_gpu_allreduce" and e["winner_above"] == be.TIED
-    assert section._crossing_cell(e) == f"tie from {onset:.4g} to 1000 GB/s"
+    assert section._crossing_cell(e) == f"tie from {significant(onset, 4)} to 1,000 GB/s"
 
 
 def test_mesh_links_that_differ_add_the_pacing_links_switches_and_zeros():

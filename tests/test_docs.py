@@ -146,10 +146,67 @@ def test_the_index_names_every_model_section_and_command():
     assert listed == commands
 
 
-def test_the_readme_lists_every_model_preset():
+@pytest.mark.parametrize("page", ["README.md", "docs/cli.md"])
+def test_the_pages_list_every_model_preset(page):
+    """The scenario file's `[model] model` key, with the presets it takes: bandjax.PRESETS's."""
     from bandjax.scenario import PRESETS
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    listed = re.search(r"`\[model\]\s+model = \"llama3-8b\"`[^:]*:\s*([^.]+)\.", readme)
+    text = " ".join((ROOT / page).read_text(encoding="utf-8").split())
+    listed = re.search(r"`\[model\]\s+model = \"llama3-8b\"`[^:]*:\s*([^.]+)\.", text)
     assert listed is not None
     assert [x.strip() for x in listed.group(1).split(",")] == list(PRESETS)
+
+
+# the names a code block uses a model preset by (a sweep's model=, at_preset, PRESETS[...])
+_PRESET_USE = re.compile(r"at_preset\(|PRESETS\[|model=\[?[^\]\n]*\"(?!study\")[\w.-]+\"")
+_KEEPS_512 = re.compile(r"512 tokens|tokens_per_worker[^.]{0,40}\b512\b|reference's 512\b")
+
+
+def _pages() -> list[Path]:
+    return [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+
+
+def test_an_example_with_a_model_preset_says_its_tokens():
+    """A model preset sets the parameters only; the tokens a worker a step stay the scenario's
+    (512 in the reference), which sets c. Each code block that uses a preset sets
+    tokens_per_worker, or the prose beside it (1,200 characters either side) says the 512."""
+    used = 0
+    for path in _pages():
+        text = path.read_text(encoding="utf-8")
+        for block in re.finditer(r"```python\n(.*?)```", text, re.S):
+            if not _PRESET_USE.search(block.group(1)):
+                continue
+            used += 1
+            near = text[max(block.start() - 1200, 0):block.end() + 1200]
+            assert ("tokens_per_worker=" in block.group(1)
+                    or _KEEPS_512.search(" ".join(near.split()))), (path.name, block.group(1))
+    assert used >= 6  # README's sweep, worked example and regions; the tutorial's four
+
+
+def _c(preset: str, gpu: str | None = None):
+    import bandjax
+
+    sc = bandjax.reference() if gpu is None else bandjax.reference().with_gpu(gpu, utilisation=0.4)
+    return float(sc.at_preset(preset).gpu_compute_s)
+
+
+@pytest.mark.parametrize("page, words, preset, gpu, digits", [
+    ("README.md", "Llama-3-8B's c is {} on the study's GPU", "llama3-8b", None, 4),
+    ("README.md", "and {} on an H100 at 40%", "llama3-8b", "h100", 4),
+    ("README.md", "c = {} on the study's GPU.", "deepseek-v3", None, 4),
+    ("README.md", "(989e12 x 0.4) = {} here", "llama3-8b", "h100", 3),
+    ("README.md", "(c = {}, as in the worked example)", "llama3-8b", "h100", 3),
+    ("docs/tutorial.md", "c = {} on the study's GPU (`tokens_per_worker`", "llama3-8b", None, 4),
+    ("docs/tutorial.md", "Llama-3-8B's c is {} on an H100 at 40%", "llama3-8b", "h100", 4),
+    ("docs/tutorial.md", "c = {} on the H100s at 40%", "llama3-8b", "h100", 4),
+    ("docs/model.md", "size $c$ = {} on the study's GPU", "llama3-8b", None, 4),
+    ("docs/calibration.md", "gpt2-124m's c is {} on the study's GPU", "gpt2-124m", None, 3),
+    ("docs/cli.md", "Llama-3-8B's c is {};", "llama3-8b", "h100", 3),
+])
+def test_the_c_a_page_gives_a_preset_is_the_models(page, words, preset, gpu, digits):
+    """c = 6 P 512 / (peak x utilisation) as each page writes it, computed (the study's GPU, or a
+    GPU preset at 40%), to the figures the page prints."""
+    from bandjax.units import duration
+
+    text = " ".join((ROOT / page).read_text(encoding="utf-8").split())
+    assert words.format(duration(_c(preset, gpu), digits)) in text

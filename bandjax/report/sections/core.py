@@ -15,7 +15,7 @@ from .. import passes
 from ..constants import BUDGETS, ENERGY_PARTS, STATUS
 from . import frame
 from ...units import describe, parse, significant
-from .common import Results, Section, count, g3, g6, list_lengths
+from .common import Results, Section, count, g6, list_lengths
 
 
 @dataclass(frozen=True)
