@@ -224,7 +224,9 @@ def test_reported_cases(tmp_path, capsys):
     assert 'message_bytes = "1.0 MB"' in ref and 'background_bytes = "1.0 MB"' in ref
     msg1.write_text(ref.replace('message_bytes = "1.0 MB"', "message_bytes = 1"))
     bg = tmp_path / "bg.toml"
-    bg.write_text(ref.replace('background_bytes = "1.0 MB"', "background_bytes = 1e-300"))
+    bg.write_text(ref.replace('background_bytes = "1.0 MB"', "background_bytes = 1e-6"))
+    tiny = tmp_path / "tiny.toml"  # below the least size bandjax computes with
+    tiny.write_text(ref.replace('background_bytes = "1.0 MB"', "background_bytes = 1e-300"))
     bad = tmp_path / "latin1.toml"
     bad.write_bytes('wan = "12.5 GB/s" # caf\xe9\n'.encode("latin-1"))
     fifo = tmp_path / "fifo"
@@ -232,6 +234,8 @@ def test_reported_cases(tmp_path, capsys):
     cases = [
         (["wan", "--scenario", msg1, "--scheduler", "inline"], "link arrivals"),
         (["wan", "--scenario", bg, "--scheduler", "inline"], "link arrivals"),
+        (["wan", "--scenario", tiny, "--scheduler", "inline"],
+         "background_bytes = '1e-300 B': outside the magnitudes"),
         (["wan", "--load", "0.9999", "--scheduler", "inline"], "max_sim_s = 3600 s"),
         # found by test_random_wan_arguments: the bound was met mid-run, after a progress bar
         (["wan", "--load", "0", "--max-sim-s", "1e-9", "--scheduler", "inline"],
@@ -589,7 +593,9 @@ def test_the_budget_is_a_bound_not_a_guess():
 @pytest.mark.parametrize("value", ["0", "-5", "nan", "inf", "1e9"])
 def test_wan_budget_option_is_checked(capsys, value):
     rc, err = run_main(["wan", "--budget-s", value, "--steps", "2", "--scheduler", "inline"], capsys)
-    assert rc == 2 and f"--budget-s {float(value):g}: must be a number of seconds in (0, 86400]" in err
+    from bandjax.cli._setup import sig
+
+    assert rc == 2 and f"--budget-s {sig(float(value))}: must be a number of seconds in (0, 86400]" in err
 
 
 @pytest.mark.parametrize("case", ["reference", "mesh8", "small messages", "long budget"])
