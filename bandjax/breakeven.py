@@ -32,6 +32,7 @@ Which steps a variant with a rule takes depends on the basis (E': ``"hypothesis"
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from functools import partial
@@ -48,13 +49,14 @@ from . import variants as _v
 from .metrics import time_to_target_s
 from .roots import (A_WINS, B_WINS, CROSSES, NEITHER, NOT_AVAILABLE, STATUS_NAMES, TIE, TIE_PART,
                     TIE_RTOL, Crossings)
-from .links import scaling_note
+from .links import DataLinks, as_data, mesh_envelope, mesh_pairs, scaling_note
+from .links import envelope_breaks  # noqa: F401  (where the searches' bracket points come from)
 from .parameters import FIXED_PREFIX, scenario_parameter, with_parameters
 from .scenario import BASES, FIELDS, Scenario, numbers
 from .units import SI, _digits
 from .step import (COMPONENTS, STAGES, budget_break_even_FLOPs, col, fragment_parts_s, inner_compute_s,
-                   module_stages_s, step_s, sum_parts, sync_method, traffic_B, window_compute_s,
-                   window_s)
+                   link_values, module_stages_s, step_s, sum_parts, sync_method, traffic_B,
+                   window_compute_s, window_s)
 from .stragglers import may_straggle
 
 BANDWIDTH_RANGE_GBps = (0.1, 1000.0)  # docs/model.md section 2: the swept range
@@ -184,28 +186,6 @@ def _positive_ratio(num, den):
     return jnp.where(ok, num / jnp.where(ok, den, 1.0), jnp.nan)
 
 
-def envelope_breaks(slopes, intercepts) -> tuple[np.ndarray, np.ndarray]:
-    """The upper envelope of the lines s_l t + b_l over t >= 0 (static NumPy): the t > 0 where the
-    line on top changes, ascending, and the indices of the lines on top somewhere."""
-    s, b = np.asarray(slopes, dtype=float), np.asarray(intercepts, dtype=float)
-    top = lambda t: np.max(s * t + b)  # noqa: E731
-    scale = 1.0 + np.max(np.abs(b))
-    breaks = set()
-    for i in range(len(s)):
-        for j in range(i + 1, len(s)):
-            if s[i] == s[j]:
-                continue
-            t = (b[j] - b[i]) / (s[i] - s[j])
-            if t > 0 and s[i] * t + b[i] >= top(t) - 1e-12 * scale * (1 + t):
-                breaks.add(float(t))
-    breaks = np.array(sorted(breaks))
-    probes = np.concatenate([[0.0], breaks, 2 * breaks[-1:] + 1.0]) if breaks.size else np.array([0.0, 1.0])
-    mids = np.concatenate([probes, (probes[:-1] + probes[1:]) / 2])
-    on_top = {int(np.lexsort((b, s))[-1])}  # t -> infinity: the steepest (then the highest)
-    on_top |= {int(np.argmax(s * t + b)) for t in mids}
-    return breaks, np.array(sorted(on_top))
-
-
 def bandwidth_kinks_Bps(sc: Scenario, *, straggles: bool = False) -> tuple:
     """The WAN bandwidths at which any variant's step changes slope in 1/B, B/s: a tuple of arrays,
     each broadcastable to (..., variant), NaN where there is none (a superset is harmless: each
@@ -220,8 +200,9 @@ def bandwidth_kinks_Bps(sc: Scenario, *, straggles: bool = False) -> tuple:
 
     On a mesh of links that differ (``sc.links``, per-link values) the WAN term is the
     largest over links of bytes / B_ij + hops l_ij: add the bandwidths where the largest link
-    changes (the breaks of a static upper envelope, scaled by bytes / (hops x latency)) and each
-    link's own zero of max(0, .).
+    changes (the breaks of the upper envelope of the links' lines, scaled by bytes / (hops x
+    latency): :func:`bandjax.links.mesh_envelope`, found where the table is concrete and held as
+    data beside a table held so) and each link's own zero of max(0, .).
 
     The window is counted in the compute the step's is (docs/model.md section 16): c' where
     workers straggle (``straggles``, static: :func:`bandjax.stragglers.may_straggle`), c_max on
@@ -245,29 +226,45 @@ def bandwidth_kinks_Bps(sc: Scenario, *, straggles: bool = False) -> tuple:
 
 def _mesh_links(sc: Scenario):
     """The scenario's per-link table where its links differ (per-link values), else None
-    (equal links: one kink per variant)."""
+    (equal links: one kink per variant). A table held as data is one whose links differ
+    (:func:`table_as_data`): its values may be traced."""
     links = getattr(sc, "links", None)
-    return None if links is None or getattr(links, "equal", False) else links
+    if links is None or isinstance(links, DataLinks):
+        return links
+    return None if getattr(links, "equal", False) else links
+
+
+def table_as_data(sc: Scenario) -> Scenario:
+    """``sc`` with a links table whose links differ held as data, with its mesh's envelope
+    (:func:`bandjax.links.as_data`): a search over a new table of the same K (and an envelope of
+    as many slots) runs the program the first one compiled, with the same answers. Equal links
+    stay a static table (all ones: one program for every such K, and no pacing link to change)."""
+    links = sc.links
+    if links is None or (not isinstance(links, DataLinks) and links.equal):
+        return sc
+    return as_data(sc, envelope=True)
 
 
 def _mesh_kinks_Bps(sc: Scenario, links, m, rest, window) -> list:
     """:func:`bandwidth_kinks_Bps`'s points of a mesh whose links differ: ``rest`` is a fragment's
-    communication without the WAN (module, ports, d), ``window`` (f + tau) c."""
-    K = int(links.K)
-    i, j = np.array([(i, j) for i in range(K) for j in range(K) if i != j]).T
-    rb = np.asarray(links.bandwidth_rel, dtype=float)[i, j]
-    rl = np.asarray(links.latency_rel, dtype=float)[i, j]
+    communication without the WAN (module, ports, d), ``window`` (f + tau) c. The envelope of
+    the table's lines is the one it holds as data (NaN and -1 padded), else found from it
+    (:func:`bandjax.links.mesh_envelope`)."""
+    pairs = mesh_pairs(int(links.K))
+    rb, rl = link_values(links.bandwidth_rel, pairs), link_values(links.latency_rel, pairs)
     t = traffic_B(sc)
     latency = t.hops * col(sc.wan_latency_s)  # the longest link's hops x l
     # Link l's term is wan_B / (B rb_l) + latency rl_l: lines in y = wan_B / (B latency) with
-    # static slopes 1 / rb_l and intercepts rl_l.
-    breaks, on_top = envelope_breaks(1.0 / rb, rl)
+    # slopes 1 / rb_l and intercepts rl_l.
+    breaks, on_top = getattr(links, "envelope", None) or mesh_envelope(links)
     out = []
     for F in {1.0, *np.unique(np.asarray(m.fragments, dtype=float)).tolist()}:
         # the pacing link switches (bytes of one sync, or of one fragment)
-        out += [_positive_ratio(t.wan_B / F, y * latency) for y in breaks]
-    for l in on_top:  # each pacing link's own zero of max(0, .)
-        out.append(_positive_ratio(t.wan_B / m.fragments / rb[l], window - rest - latency * rl[l]))
+        out += [_positive_ratio(t.wan_B / F, breaks[k] * latency) for k in range(len(breaks))]
+    for k in range(len(on_top)):  # each pacing link's own zero of max(0, .)
+        l = jnp.maximum(on_top[k], 0)  # a padded slot (-1): no point
+        zero = _positive_ratio(t.wan_B / m.fragments / rb[l], window - rest - latency * rl[l])
+        out.append(jnp.where(on_top[k] >= 0, zero, jnp.nan))
     return out
 
 
@@ -337,7 +334,7 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
     With per-link values (``sc.links``) a mesh's WAN term is the largest of several links' terms,
     not affine in 1/B once their latencies differ; the search then re-evaluates the closed forms
     at each trial bandwidth (:func:`field_crossings` over ``wan_Bps``, every link scaled in
-    proportion). So does a scenario where workers fail (``fails``, static: give
+    proportion), a table whose links differ held as data (:func:`table_as_data`). So does a scenario where workers fail (``fails``, static: give
     :func:`bandjax.failures.may_fail` of the scenario): a time to target divided by the ETTR of
     replicas that meet once a round is not affine in 1/B. Without ``fails`` the ETTR is taken as 1.
     Sites that differ (a static fact) always take the general search. ``general`` (static):
@@ -354,6 +351,7 @@ def bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, 
     Returns:
       :class:`bandjax.roots.Crossings` with ``x`` in B/s; differentiable in ``sc`` and the steps.
     """
+    sc = table_as_data(sc)
     kinks = may_kink(sc, ia, ib) if kinks is None else bool(kinks)
     general = (bool(fails) or needs_general_search(sc)) if general is None else bool(general)
     return _bandwidth_crossings(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, grid=grid,
@@ -413,6 +411,7 @@ _quick_core = _jax.quick(_bandwidth_crossings,
 def _quick_bandwidth(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, *, grid, max_roots):
     """:func:`bandwidth_crossings` of a concrete scenario, values only, its static facts asked of
     it (:func:`needs_general_search`, :func:`may_kink`)."""
+    sc = table_as_data(sc)
     return _quick_core(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, grid=grid,
                        max_roots=max_roots, implicit=False, general=needs_general_search(sc),
                        kinks=may_kink(sc, ia, ib), straggles=may_straggle(sc))
@@ -466,6 +465,7 @@ def field_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo, hi, *, field: st
     static: compiling one substitution is several times faster than a select over all of them).
     """
     _check_parameter(field, sc)
+    sc = table_as_data(sc)
     return _field_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, parameters(sc).index(field),
                             grid=grid, max_roots=max_roots)
 
@@ -490,6 +490,13 @@ def with_parameter_at(theta, k, value):
     return theta
 
 
+def _table_apart(sc: Scenario) -> tuple:
+    """(``sc`` without its links table, the table): the search flattens every leaf of its
+    parameters to its batch (:func:`bandjax.roots.find_crossings`), which a table held as data
+    (K x K leaves) is not part of, so the residual puts the table back."""
+    return dataclasses.replace(sc, links=None), sc.links
+
+
 @partial(jax.jit, static_argnames=("k", "grid", "max_roots", "implicit"))
 def _field_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, k, *, grid, max_roots, implicit=True,
                      extra=None):
@@ -500,11 +507,12 @@ def _field_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, k, *, grid, max_roots
     steps_b = jnp.where(k == names.index("steps_b"), 1.0, steps_b)
     measured = jnp.isfinite(steps_a) & jnp.isfinite(steps_b)
     safe = lambda n: jnp.where(measured, n, 1.0)  # noqa: E731
+    sc, links = _table_apart(sc)
 
     def residual(x, theta):
         pair, rest = theta[:2], theta[2:]
         sc_x, na, nb = with_parameter_at(rest, k, x)
-        s = time_to_target_s(sc_x, 1.0)  # a step / ETTR (ETTR = 1 where nothing fails)
+        s = time_to_target_s(dataclasses.replace(sc_x, links=links), 1.0)  # a step / ETTR
         return jnp.log(na * _pick(s, pair[0])) - jnp.log(nb * _pick(s, pair[1]))
 
     # The pair's indices travel in theta, so they are flattened with the batch.
@@ -535,6 +543,7 @@ def _fields_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, which, *, names, gri
     measured = jnp.isfinite(steps_a) & jnp.isfinite(steps_b)
     safe = lambda n: jnp.where(measured, n, 1.0)  # noqa: E731
     every = parameters(sc)
+    sc, links = _table_apart(sc)
 
     def residual(x, theta):
         pair, w, rest = theta[:2], theta[2], theta[3:]
@@ -542,7 +551,7 @@ def _fields_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, which, *, names, gri
             rest = with_parameter_at(rest, every.index(name),
                                      jnp.where(w == j, x, get_parameter(rest, name)))
         sc_x, na, nb = rest
-        s = time_to_target_s(sc_x, 1.0)  # a step / ETTR (ETTR = 1 where nothing fails)
+        s = time_to_target_s(dataclasses.replace(sc_x, links=links), 1.0)  # a step / ETTR
         return jnp.log(na * _pick(s, pair[0])) - jnp.log(nb * _pick(s, pair[1]))
 
     theta = (ia, ib, which, sc, safe(steps_a), safe(steps_b))
@@ -562,6 +571,7 @@ def searches(sc: Scenario, pairs, names, lo, hi, *, grid: int = GRID) -> Crossin
     as one more, where :func:`break_even` compiles one a parameter (root slots: as many as the
     most crossings of any search, NaN-padded)."""
     pairs, names = list(pairs), list(names)
+    sc = table_as_data(sc)
     out = [None] * len(pairs)
     groups = {"wan_Bps": [i for i, n in enumerate(names) if n == "wan_Bps"]}
     groups["fields"] = [i for i, n in enumerate(names) if n != "wan_Bps"]
@@ -766,11 +776,12 @@ def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
     steps = pair_steps(sc, a, b, basis)
     lo, hi = _default_range(over, parameter, sc, steps, lo, hi)
     ia, ib = sc.ids.index(a), sc.ids.index(b)
+    data = table_as_data(sc)
     while True:
         if parameter == "wan_Bps":
-            c = _quick_bandwidth(sc, ia, ib, *steps, lo, hi, grid=grid, max_roots=max_roots)
+            c = _quick_bandwidth(data, ia, ib, *steps, lo, hi, grid=grid, max_roots=max_roots)
         else:
-            c = _quick_field(sc, ia, ib, *steps, lo, hi, parameters(sc).index(parameter),
+            c = _quick_field(data, ia, ib, *steps, lo, hi, parameters(sc).index(parameter),
                              grid=grid, max_roots=max_roots)
         most = int(max(np.max(c.count), np.max(c.tie_count)))
         if most <= max_roots:
@@ -809,9 +820,11 @@ def budget_break_even_search(sc: Scenario, lo_FLOPs, hi_FLOPs, *, grid: int = GR
 
         r(budget) = log(compute stage) - log(max of the other stages),   compute = flops x P / budget
 
-    "a" is the compute stage: r < 0 (it is not the slowest) above the break-even.
+    "a" is the compute stage: r < 0 (it is not the slowest) above the break-even. The module's
+    stages do not read the links: a table (data or not) is left out of the search's parameters.
     """
-    return _roots.find_crossings(_budget_residual, sc, lo_FLOPs, hi_FLOPs, grid=grid, max_roots=1)
+    return _roots.find_crossings(_budget_residual, dataclasses.replace(sc, links=None), lo_FLOPs,
+                                 hi_FLOPs, grid=grid, max_roots=1)
 
 
 _quick_budget = _jax.quick(budget_break_even_search, static_argnames=("grid",))
@@ -824,7 +837,8 @@ def budget_break_even(sc: Scenario, lo_GFLOPs: float = 1e-3, hi_GFLOPs: float = 
     above it. Scalar scenarios."""
     lo_GFLOPs, hi_GFLOPs = check_range(lo_GFLOPs, hi_GFLOPs, "GFLOP/s",
                                        "(lo_GFLOPs, hi_GFLOPs)")
-    c = _quick_budget(sc, lo_GFLOPs * 1e9, hi_GFLOPs * 1e9)
+    # the module's stages do not read the links: one program for every table
+    c = _quick_budget(dataclasses.replace(sc, links=None), lo_GFLOPs * 1e9, hi_GFLOPs * 1e9)
     stages = np.asarray(module_stages_s(sc.replace(budget_FLOPs=math.inf)))
     return {
         "closed_form_GFLOPs": float(budget_break_even_FLOPs(sc)) / 1e9,
@@ -863,7 +877,7 @@ def enob_break_even(sc: Scenario, a: str, b: str, GBps, *, basis: str = "hypothe
     if GBps.ndim != 1 or not np.all(np.isfinite(GBps) & (GBps > 0)):
         raise ValueError(f"GBps = {GBps!r}: bandwidths must be finite and > 0 GB/s")
     steps = np.array([[sc.steps_of(v, e, basis) for v in sc.ids] for e in enobs])
-    T = np.asarray(_times_over_enob_bandwidth(sc, jnp.asarray(enobs), jnp.asarray(GBps * 1e9),
+    T = np.asarray(_times_over_enob_bandwidth(as_data(sc), jnp.asarray(enobs), jnp.asarray(GBps * 1e9),
                                               jnp.asarray(steps)))
     ia, ib = sc.ids.index(a), sc.ids.index(b)
     wins = T[..., ia] < T[..., ib]  # (enob, bandwidth); False wherever a time is NaN or inf

@@ -10,7 +10,8 @@ nothing.
 Under jit a table is static (its values constants of the program), or data where the scenario
 holds it as :class:`DataLinks` (:func:`as_data`): its two tables leaves, its names static, so a
 new table of the same K runs the program the first one compiled. Traced code reads a table as
-(K, K) first, then any axes a tree map appended after it (:func:`bandjax.step.link_values`).
+(K, K) first, then any axes a tree map appended after it (:func:`bandjax.step.link_values`), or a
+sweep over one link's value (:func:`swept_tables`, :func:`parse_link`) placed on its grid axis.
 
 Links in use: a ring uses i -> i+1 (mod K) in the order the DCs are listed (K links); a mesh every
 i -> j, i != j (K(K-1) links, row by row). At K = 2 both are the study's two directions.
@@ -412,37 +413,102 @@ def _check_swept_ratio(values, absolute, others, what, names, given, unit) -> No
                             "(bandjax._limits.MAX_LINK_BANDWIDTH_RATIO)")
 
 
+def envelope_breaks(slopes, intercepts) -> tuple[np.ndarray, np.ndarray]:
+    """The upper envelope of the lines s_l t + b_l over t >= 0 (static NumPy): the t > 0 where the
+    line on top changes, ascending, and the indices of the lines on top somewhere."""
+    s, b = np.asarray(slopes, dtype=float), np.asarray(intercepts, dtype=float)
+    top = lambda t: np.max(s * t + b)  # noqa: E731
+    scale = 1.0 + np.max(np.abs(b))
+    breaks = set()
+    for i in range(len(s)):
+        for j in range(i + 1, len(s)):
+            if s[i] == s[j]:
+                continue
+            t = (b[j] - b[i]) / (s[i] - s[j])
+            if t > 0 and s[i] * t + b[i] >= top(t) - 1e-12 * scale * (1 + t):
+                breaks.add(float(t))
+    breaks = np.array(sorted(breaks))
+    probes = np.concatenate([[0.0], breaks, 2 * breaks[-1:] + 1.0]) if breaks.size else np.array([0.0, 1.0])
+    mids = np.concatenate([probes, (probes[:-1] + probes[1:]) / 2])
+    on_top = {int(np.lexsort((b, s))[-1])}  # t -> infinity: the steepest (then the highest)
+    on_top |= {int(np.argmax(s * t + b)) for t in mids}
+    return breaks, np.array(sorted(on_top))
+
+
+ENVELOPE_SLOTS = 4
+"""The least number of slots a table held as data gives its mesh's envelope (:func:`as_data`
+with ``envelope``): the breaks and the lines on top are padded to it, or to the next power of
+two, so that tables whose envelopes fit share one program. Of 200 random tables of 6 DCs, 88% fit
+4 slots and all fit 8 (at most 4 breaks and 5 lines on top; 10 DCs: 5 and 6). Each slot is a
+bracket point of every search: a break-even over a K = 6 mesh first ran in 3.0 s with 4 slots,
+4.3 s with 8 (compiling; 3.3 s with the table static), then 3 ms a new table."""
+
+
+def mesh_envelope(links) -> tuple[np.ndarray, np.ndarray]:
+    """Where a mesh's pacing link changes as every link scales with the slowest (docs/model.md
+    section 15): link l's WAN term is bytes / (B rb_l) + hops l rl_l, so over y = bytes / (B x
+    hops x l) the largest is the upper envelope of the lines y / rb_l + rl_l
+    (:func:`envelope_breaks`), links in :func:`mesh_pairs` order. Static NumPy, from a concrete
+    table.
+
+    Returns (breaks, on_top): the envelope's breaks in y, ascending, and the links on top
+    somewhere (indices)."""
+    i, j = np.array(mesh_pairs(int(links.K))).T
+    rb = np.asarray(links.bandwidth_rel, dtype=float)[i, j]
+    rl = np.asarray(links.latency_rel, dtype=float)[i, j]
+    return envelope_breaks(1.0 / rb, rl)
+
+
 class DataLinks(Links):
     """A :class:`Links` whose tables are data under jit: the relative bandwidths and latencies are
     leaves of the scenario, the names (so K) its static part (:func:`flatten`). A new table of
     the same K then runs the program the first one compiled. :func:`as_data` makes one; the
     questions asked of many tables in turn (:func:`bandjax.required_bandwidth`,
-    :func:`bandjax.sweep`) take the scenario so. A plain :class:`Links` stays static (its tables
-    constants of the program): the break-even's search reads them while it traces (the upper
-    envelope of the mesh's links)."""
+    :func:`bandjax.sweep`, the break-evens and what is built on them) take the scenario so.
+
+    ``envelope``: None, or the mesh's envelope (:func:`mesh_envelope`, NaN and -1 padded to
+    :data:`ENVELOPE_SLOTS` entries or the next power of two) as two more leaves, found from the concrete
+    table where it became data: the break-even's bracket points where the pacing link changes,
+    which a search under jit cannot find from traced tables. A plain :class:`Links` stays static
+    (its tables constants of the program)."""
+
+    envelope = None
 
 
-def as_data(sc):
-    """``sc`` with its links table held as data under jit (:class:`DataLinks`); ``sc`` itself
-    where it has none or already holds one."""
+def as_data(sc, envelope: bool = False):
+    """``sc`` with its links table held as data under jit (:class:`DataLinks`), with its mesh's
+    envelope (``envelope``, :func:`mesh_envelope`) where asked; ``sc`` itself where it has none
+    or already holds one (with the envelope, where asked)."""
     links = sc.links
-    if links is None or isinstance(links, DataLinks):
+    if links is None or (isinstance(links, DataLinks)
+                         and (not envelope or links.envelope is not None)):
         return sc
-    return dataclasses.replace(sc, links=unflatten(links.names, flatten(links)[0]))
+    tables = flatten(links)[0][:2]
+    if envelope:
+        breaks, on_top = mesh_envelope(links)
+        slots = max(ENVELOPE_SLOTS, 1 << (max(breaks.size, on_top.size) - 1).bit_length())
+        tables += (np.concatenate([breaks, np.full(slots - breaks.size, np.nan)]),
+                   np.concatenate([on_top, np.full(slots - on_top.size, -1)]))
+    return dataclasses.replace(sc, links=unflatten(links.names, tables))
 
 
 def flatten(links: Links) -> tuple[tuple, tuple[str, ...]]:
-    """((bandwidth_rel, latency_rel), names) of a :class:`DataLinks`: its leaves and static part."""
-    return (links.bandwidth_rel, links.latency_rel), links.names
+    """((bandwidth_rel, latency_rel[, breaks, on_top]), names) of a :class:`DataLinks`: its
+    leaves (the envelope's two where it holds one) and static part."""
+    envelope = getattr(links, "envelope", None)
+    return (links.bandwidth_rel, links.latency_rel, *(envelope or ())), links.names
 
 
 def unflatten(names: tuple[str, ...], tables) -> DataLinks:
-    """A :class:`DataLinks` of ``names`` holding ``tables`` as they come (traced values, or what
-    a tree map made of them): checked where a table enters (:class:`Links`), not here."""
+    """A :class:`DataLinks` of ``names`` holding ``tables`` (two, or four with the envelope) as
+    they come (traced values, or what a tree map made of them): checked where a table enters
+    (:class:`Links`), not here."""
     out = object.__new__(DataLinks)
     object.__setattr__(out, "names", names)
     object.__setattr__(out, "bandwidth_rel", tables[0])
     object.__setattr__(out, "latency_rel", tables[1])
+    if len(tables) > 2:
+        object.__setattr__(out, "envelope", tuple(tables[2:]))
     return out
 
 

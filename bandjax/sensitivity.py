@@ -13,6 +13,7 @@ no finite % change of it exists, and where it is 0 or not charged it does not en
 
 from __future__ import annotations
 
+import dataclasses
 from functools import partial
 
 from . import _jax  # 64-bit floats, the Scenario PyTree; compile options
@@ -138,6 +139,7 @@ def elasticities(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
     every = _be.parameters(sc)
     ia, ib = sc.ids.index(result.a), sc.ids.index(result.b)
     k = every.index(result.parameter)
+    sc = _be.table_as_data(sc)  # a new table of the same K: the same programs
     if result.parameter == "wan_Bps":
         jac = np.asarray(quick_crossing_elasticities(
             sc, ia, ib, result.steps_a, result.steps_b, result.lo, result.hi, k, bandwidth=True,
@@ -180,8 +182,9 @@ def budget_elasticities(sc: Scenario, parameters=None, lo_GFLOPs: float = 1e-3,
 
     names = tuple(parameters) if parameters is not None else tuple(
         n for n in FIELDS if n != "budget_FLOPs" and not _is_energy(n) and n not in _be.DISCRETE)
-    # the value and its derivatives in one compiled call, kept between processes
-    jac, log_value = _quick_log_budget(sc, jnp.zeros(len(names)), lo_GFLOPs * 1e9, hi_GFLOPs * 1e9,
+    # the value and its derivatives in one compiled call, kept between processes; the module's
+    # stages do not read the links: one program for every table
+    jac, log_value = _quick_log_budget(dataclasses.replace(sc, links=None), jnp.zeros(len(names)), lo_GFLOPs * 1e9, hi_GFLOPs * 1e9,
                                        names=names)
     value = float(np.exp(np.asarray(log_value)))
     jac = np.asarray(jac)

@@ -53,6 +53,7 @@ import numpy as np
 import xarray as xr
 
 from .grid import QUICK_CELLS, grid_coords, scenario_arrays, variant_coords
+from .links import as_data
 from .need import _check_targets
 from .scenario import STRAGGLERS, Scenario, reference
 from .step import col, step_parts_s, step_s, sync_method
@@ -189,7 +190,7 @@ def tolerated_tail(scenario: Scenario | None = None, utilisation=0.9, *, variant
     _check_family(arrays.straggler)
     small = u.size * math.prod(g.shape) * len(sc.ids) <= QUICK_CELLS
     solve = _tolerated_once if small else tolerated_tail_s
-    tail, status, cu = solve(arrays, u)
+    tail, status, cu = solve(as_data(arrays), u)  # a new table of the same K: the same program
     index = np.asarray(g.index)
     tail, status, cu = (np.take(np.asarray(x), index, axis=-1) for x in (tail, status, cu))
     shape = (u.size, *g.shape, index.size)

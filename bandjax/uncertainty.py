@@ -34,6 +34,7 @@ import xarray as xr
 from . import _jax, _limits
 from . import breakeven as _be
 from .calibration import Calibration
+from .links import as_data
 from .distributions import (STEPS_PREFIX, LogNormal, MultiNormal, Normal, Seeds, Uniform, _require, check_center,
                             resolve)
 from .metrics import steps_to_target, time_to_target_s
@@ -346,6 +347,7 @@ def propagate_break_even(sc: Scenario, a: str, b: str, uncertain, samples: int =
         raise ValueError(f"lo, hi = {plain(lo_GBps)}, {plain(hi_GBps)} GB/s: must be 0 < lo < hi, finite")
     a, b = _be.resolve_variant(a, sc.variants), _be.resolve_variant(b, sc.variants)
     d, steps0, static = prepare(sc, a, b, uncertain, samples, seed, basis)
+    sc = _be.table_as_data(sc)  # a new table of the same K: the same programs
     grid = np.geomspace(lo_GBps, hi_GBps, 33) if bandwidth is None else np.atleast_1d(
         np.asarray(bandwidth, dtype=float))
     lo, hi = lo_GBps * 1e9, hi_GBps * 1e9
@@ -411,7 +413,7 @@ def propagate_sweep(sc: Scenario, uncertain, samples: int = 10_000, seed: int = 
     grid = np.atleast_1d(np.asarray(bandwidth, dtype=float))
     if not np.all(np.isfinite(grid) & (grid > 0)):
         raise ValueError(f"bandwidth = {bandwidth!r}: must be finite numbers > 0 GB/s")
-    step, ttt = _sweep_samples(sc, jnp.asarray(d.samples), jnp.asarray(steps_to_target(sc, None, basis)),
+    step, ttt = _sweep_samples(as_data(sc), jnp.asarray(d.samples), jnp.asarray(steps_to_target(sc, None, basis)),
                                jnp.asarray(grid * 1e9), jnp.asarray(QUANTILES), fields=fields,
                                steps_index=steps_index)
     dims = ("quantile", "bandwidth", "variant")

@@ -36,7 +36,7 @@ import numpy as np
 import xarray as xr
 
 from .grid import DTYPES, label, precision, scenario_arrays
-from .links import DataLinks, flatten, unflatten
+from .links import DataLinks, as_data, flatten, unflatten
 from .scenario import Scenario, reference
 from . import failures as _failures
 from . import sites as _sites
@@ -267,7 +267,7 @@ def winner_arrays(sc: Scenario, g: Grid, *, dtype: str = "float64", chunk: int |
         parts = [slice(s, s + int(chunk)) for s in range(0, shape[axis], int(chunk))]
     index = tuple(g.index)
     with precision(dtype):
-        sc_arrays = scenario_arrays(sc, g)
+        sc_arrays = as_data(scenario_arrays(sc, g))  # a new table of the same K: one program
         steps = g.steps
         if _sites.differ(sc_arrays):  # the fused step assumes equal sites: the sweep's times
             solve = partial(_from_times, index=index)

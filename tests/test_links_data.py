@@ -1,6 +1,8 @@
 """Links tables as data under jit (bandjax.links.DataLinks): a new table of the same K gives the
 answers a table held static gives (one program per table, the values constants of it), and runs the
-program the first table compiled."""
+program the first table compiled: in a sweep, the bandwidth a target needs, every break-even (with
+its mesh's envelope as data), its elasticities, the answers under uncertain inputs, the tolerated
+tail and the winner map."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import numpy as np
 import pytest
 
 import bandjax
+from bandjax import breakeven as be
+from bandjax import links as links_module
 from bandjax import need
 from bandjax.links import DataLinks, as_data
 from bandjax.step import step_s
@@ -124,3 +128,86 @@ def test_a_grid_and_sites_that_differ_give_the_static_tables_answer():
                            np.asarray(g.index), axis=-1)
             np.testing.assert_allclose(got.values, np.broadcast_to(want, got.shape) / 1e9, rtol=RTOL)
             assert np.any(np.isfinite(want))
+
+
+# ------------------------------------------------------------------- the other questions
+
+
+def be_tables(n, seed, K=K):
+    """Tables whose break-evens cross in range: bandwidths over two decades, latencies to 5 ms."""
+    rng = np.random.default_rng(seed)
+    return [(rng.uniform(0.3e9, 40e9, (K, K)), rng.uniform(0.0, 5e-3, (K, K))) for _ in range(n)]
+
+
+PAIRS = [("adamw", "band_switch"), ("band_pluggable", "adamw"), ("topk", "band_gpu")]
+CROSSING_FIELDS = ("x", "count", "status", "a_wins_below", "tie_lo", "tie_hi", "tie_count",
+                   "tie_below", "tie_above")
+
+
+@pytest.mark.parametrize("topology", ["mesh", "ring"])
+def test_break_even_is_the_static_tables_answer(topology):
+    """The break-even over bandwidth through a table held as data (its mesh's envelope a leaf
+    too) against the same search with the table static (its envelope found as the program
+    traces), bit for bit: the same bracket points, and padding that brackets nothing."""
+    found = 0
+    for B, L in be_tables(4, seed=9 if topology == "mesh" else 10):
+        sc = scenario(B, L, topology, overlap_fraction=0.6, params=1e8)
+        for a, b in PAIRS:
+            got = bandjax.break_even(sc, a, b)
+            ia, ib = sc.ids.index(got.a), sc.ids.index(got.b)
+            static = jax.tree.map(np.asarray, sc)  # links held static: not leaves
+            want = be._quick_core(static, ia, ib, got.steps_a, got.steps_b, 0.1e9, 1000e9,
+                                  grid=be.GRID, max_roots=got.x.shape[-1], implicit=False,
+                                  general=True, kinks=True)
+            for f in CROSSING_FIELDS:
+                np.testing.assert_array_equal(getattr(got, f), np.asarray(getattr(want, f)),
+                                              err_msg=f)
+            found += int(got.count)
+    assert found >= 4
+
+
+def test_an_envelope_past_its_slots_takes_more(monkeypatch):
+    """With one slot, an envelope of more breaks takes the next power of two: the same answers
+    as with the default slots (tables of 4 DCs have up to 4 breaks)."""
+    scs = [scenario(B, L, overlap_fraction=0.6, params=1e8) for B, L in be_tables(3, seed=11, K=4)]
+    want = [bandjax.break_even(sc, "adamw", "band_switch").x for sc in scs]
+    monkeypatch.setattr(links_module, "ENVELOPE_SLOTS", 1)
+    sizes = {be.table_as_data(sc).links.envelope[0].size for sc in scs}
+    assert sizes - {1} and all(s & (s - 1) == 0 for s in sizes)  # powers of two, not all 1
+    for sc, x in zip(scs, want):
+        np.testing.assert_array_equal(bandjax.break_even(sc, "adamw", "band_switch").x, x)
+
+
+def _questions():
+    from bandjax.uncertainty import LogNormal
+
+    uncertain = {"utilisation": LogNormal(0.5, 0.1), "wan_latency_s": LogNormal(3e-3, 0.3)}
+    return {
+        "break_even": lambda sc: bandjax.break_even(sc, "adamw", "band_switch").x,
+        "break_even over a field": lambda sc: bandjax.break_even(
+            sc, "band_gpu", "band_switch", over="wan_latency_s").x,
+        "elasticities": lambda sc: bandjax.elasticities(sc, "adamw", "band_switch")[1]["params"],
+        "break_even with samples": lambda sc: bandjax.break_even(
+            sc, "adamw", "band_switch", samples=100, uncertain=uncertain).roots_GBps,
+        "sweep with samples": lambda sc: bandjax.sweep(
+            sc, samples=100, uncertain=uncertain, bandwidth=[1.0, 10.0])["step_s"].values,
+        "tolerated_tail": lambda sc: bandjax.tolerated_tail(
+            sc.replace(straggler="exponential", straggler_s=0.05), [0.3, 0.6])["tolerated_tail"].values,
+        "winner": lambda sc: bandjax.winner(sc, bandwidth=np.geomspace(0.1, 1000, 30))[
+            "time_to_target_s"].values,
+        "enob_break_even": lambda sc: bandjax.enob_break_even(sc, "E'", "AdamW",
+                                                             [0.05, 0.5, 5.0, 50.0]),
+    }
+
+
+@pytest.mark.parametrize("question", list(_questions()))
+def test_each_question_runs_a_new_table_without_compiling(question):
+    """A first table may compile; two more of the same K compile nothing and get answers of
+    their own. (Before, each new table compiled the question's programs anew: 1 for a
+    break-even, 2 for its elasticities, 3 with samples.)"""
+    ask = _questions()[question]
+    first, *others = [scenario(B, L, overlap_fraction=0.6, params=1e8) for B, L in be_tables(3, seed=12)]
+    ask(first)
+    answers, compiles = count_compiles(lambda: [np.asarray(ask(sc)) for sc in others])
+    assert compiles == 0
+    assert not np.array_equal(*answers, equal_nan=True)
