@@ -30,6 +30,7 @@ from tqdm.auto import tqdm
 
 from bandjax import _limits
 from bandjax.labels import COORD_ATTRS, as_list
+from bandjax.links import Links
 from bandjax.scenario import Scenario, reference
 from bandjax.sweepargs import parse
 
@@ -87,7 +88,8 @@ def sweep(scenario: Scenario | None = None, *, load=0.0, seed=0, steps: int = 40
         before any run starts, with the estimate.
       **grid: ``variant``, ``bandwidth`` (GB/s per directed link), ``enob``, ``budget``,
         ``model``, ``gpu``, ``dcs``, ``topology``, ``workers_per_dc``, ``H`` (a whole number
-        here: the engine syncs on every H-th step), ``basis``, or any scenario field by name.
+        here: the engine syncs on every H-th step), ``basis``, ``link`` with ``link_bandwidth``
+        or ``link_latency_s``, or any scenario field by name.
 
     Returns:
       An ``xarray.Dataset`` of :data:`QUANTITIES`, each with ``attrs["units"]``.
@@ -95,6 +97,17 @@ def sweep(scenario: Scenario | None = None, *, load=0.0, seed=0, steps: int = 40
     job = _Job(scenario, load, seed, steps, max_sim_s, grid, budget_s,
                _workers(scheduler, n_workers))
     return job.assemble(_execute(job.tasks, scheduler, n_workers, progress))
+
+
+def _at(sc: Scenario, g, leaves: dict, at: tuple) -> Scenario:
+    """The scenario at grid point ``at``: each leaf's value there, and where one link is swept
+    (``g.links``, :func:`bandjax.sweepargs.parse`) the links table there."""
+    out = sc.replace(**{k: float(v[at]) for k, v in leaves.items()})
+    if g.links is None:
+        return out
+    tables = (np.broadcast_to(t, (*t.shape[:2], *g.shape))[(slice(None), slice(None), *at)]
+              for t in g.links)
+    return out.replace(links=Links(sc.links.names, *tables))
 
 
 class _Job:
@@ -163,8 +176,7 @@ class _Job:
             at = idx[:n_grid]
             key = (at, coord["variant"])
             if key not in plans:
-                plans[key] = build(sc.replace(**{k: float(v[at]) for k, v in leaves.items()}),
-                                   coord["variant"])
+                plans[key] = build(_at(sc, g, leaves, at), coord["variant"])
             plan = plans[key]
             # every run is checked before any starts: a sweep fails at once, not after hours
             if (key, float(coord["load"])) not in estimates:

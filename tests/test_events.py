@@ -290,6 +290,24 @@ def test_sweep_takes_bandjax_sweep_arguments_and_aligns():
     assert ds.dcs.attrs == cf.dcs.attrs and ds.topology.attrs == cf.topology.attrs
 
 
+def test_sweep_over_one_link_is_the_closed_forms_at_load_0():
+    """A sweep over one link's bandwidth and latency runs each point on that point's table:
+    at load 0 the closed form's step (docs/model.md section 15), which bandjax.sweep gives."""
+    import xarray as xr
+
+    B = np.array([[0, 100, 10], [100, 0, 5], [10, 5, 0]]) * 1e9 / 8
+    L = np.array([[0, 10, 40], [10, 0, 50], [40, 50, 0]]) * 1e-3
+    sc = bandjax.reference().replace(topology="mesh").with_links(B, L, ["us", "mid", "eu"])
+    grid = dict(link="us <-> eu", link_bandwidth=[0.5, 20.0], link_latency_s=[0.0, 0.08],
+                variant=["adamw", "band_gpu"])
+    ds = events.sweep(sc, load=0.0, seed=0, steps=3, scheduler="inline", progress=False, **grid)
+    cf = bandjax.sweep(sc, quantities=["step_s"], **grid)
+    a, b = xr.align(ds.step_s, cf.step_s, join="exact")
+    np.testing.assert_allclose(a.values, b.values, rtol=1e-9)
+    # the link moves the step along both axes (at 80 ms it paces on every table)
+    assert np.all(np.diff(a.values[:, 1], axis=0) < 0) and np.all(np.diff(a.values, axis=1) > 0)
+
+
 def test_sweep_on_a_process_pool_gives_the_inline_runs_bit_for_bit():
     import xarray as xr
 
