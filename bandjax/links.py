@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._limits import MAX_LINK_BANDWIDTH_RATIO, MAX_LINK_DCS
-from .units import DIMENSIONS, ScenarioError, describe, shown, significant
+from .units import DIMENSIONS, ScenarioError, describe, shown
 from .variants import TOPOLOGIES
 
 
@@ -404,11 +404,11 @@ def _check_swept_ratio(values, absolute, others, what, names, given, unit) -> No
         k_bad = int(np.argmax(bad))
         v = float(values[k_bad])
         if v > lo * R:
-            why = (f"{significant(v / lo, 3)} times the slowest other link [{names[k]!r} -> {names[m]!r}] = "
+            why = (f"{v / lo:.3g} times the slowest other link [{names[k]!r} -> {names[m]!r}] = "
                    f"{describe(lo, 'byte_rate')}")
         else:
             why = (f"the fastest other link [{names[p]!r} -> {names[q]!r}] = "
-                   f"{describe(hi, 'byte_rate')} is {significant(hi / v, 3)} times it")
+                   f"{describe(hi, 'byte_rate')} is {hi / v:.3g} times it")
         raise ScenarioError(f"{what} = {given[k_bad]!r} {unit}: {why}; at most {R:.0e} times "
                             "(bandjax._limits.MAX_LINK_BANDWIDTH_RATIO)")
 
