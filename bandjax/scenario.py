@@ -306,12 +306,14 @@ def check_field(name: str, value, *, whole: bool = True) -> None:
         bad = float(x[np.argmin(good)])
         text = "nan" if math.isnan(bad) else ("inf" if math.isinf(bad) else _shown(name, bad))
         raise ScenarioError(f"{_where(name)} = {text!r}: must be {allowed_text(name)}")
-    # a value that may be 0 is never a divisor: only one that must be > 0 has the least size
+    # every value is >= lo >= 0 here; a value that may be 0 is never a divisor: only one that
+    # must be > 0 has the least size
     least = 0.0 if lo_ok else MAGNITUDES[0]
-    size = np.abs(x)
-    sane = ~finite | ((size >= least) & (size <= MAGNITUDES[1]))
-    if not np.all(sane):
-        bad = float(x[np.argmin(sane)])
+    outside = (x > MAGNITUDES[1]) & finite
+    if least:
+        outside |= x < least
+    if outside.any():
+        bad = float(x[np.argmax(outside)])
         dim = FIELDS[name][2]
         span = (f"{describe(MAGNITUDES[0], dim, 1)} to {describe(MAGNITUDES[1], dim, 1)}" if least
                 else f"at most {describe(MAGNITUDES[1], dim, 1)}")
