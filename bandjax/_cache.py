@@ -99,17 +99,18 @@ def date_unbounded_entries(folder: Path) -> int:
     write then fails (a FileNotFoundError that JAX prints as a warning) and nothing new is kept.
     Entries that bandjax versions before the bound wrote are such entries. One listing of the
     folder, at import; an entry another process removes meanwhile is skipped."""
-    dated = 0
     try:
-        entries = list(folder.glob("*-cache"))
+        names = set(os.listdir(folder))  # one read of the folder, no stat an entry
     except OSError:
         return 0
-    for entry in entries:
-        atime = entry.with_name(entry.name[: -len("-cache")] + "-atime")
-        if atime.exists():
+    dated = 0
+    for name in names:
+        key = name[: -len("-cache")]
+        if not name.endswith("-cache") or f"{key}-atime" in names:
             continue
         try:
-            atime.write_bytes(entry.stat().st_mtime_ns.to_bytes(8, "little"))
+            entry = folder / name
+            (folder / f"{key}-atime").write_bytes(entry.stat().st_mtime_ns.to_bytes(8, "little"))
             dated += 1
         except OSError:  # removed meanwhile, or a folder we may read but not write
             continue
