@@ -180,6 +180,17 @@ def _bandwidth_residual(B, theta):
             / (c * B + jnp.maximum(0.0, Q_b * B + V_b)) - 1.0)
 
 
+def _bandwidth_start(B_a, B_b, theta):
+    """The root of the residual's numerator, T_a - T_b times B (piecewise linear in B), on the
+    line through its values at B_a and B_b: exact in a bracket where neither time changes slope,
+    so the refinement's first Newton step converges."""
+    ratio, c, Q_a, V_a, Q_b, V_b = theta
+    def num(B):
+        return ratio * (c * B + jnp.maximum(0.0, Q_a * B + V_a)) - (c * B + jnp.maximum(0.0, Q_b * B + V_b))
+    n_a, n_b = num(B_a), num(B_b)
+    return jnp.where(n_a != n_b, B_a + n_a * (B_b - B_a) / (n_a - n_b), jnp.nan)
+
+
 def _positive_ratio(num, den):
     """num / den where both are > 0, else NaN (no kink)."""
     ok = (num > 0) & (den > 0)
@@ -398,7 +409,7 @@ def _bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps,
         extra = None
     c = _roots.find_crossings(_bandwidth_residual, theta, lo_Bps, hi_Bps, grid=grid,
                               max_roots=max_roots, implicit=implicit, extra=extra,
-                              one_pass=not kinks)
+                              one_pass=not kinks, start=_bandwidth_start)
     return _set_aside(c, steps_a, steps_b)
 
 

@@ -65,6 +65,9 @@ UNROLLED = 4  # Newton steps unrolled ahead of the loop on a large batch
 # grid, since both cost more to compile than they save in passes (0.5 s of a 2 s first call of a
 # scalar break-even, measured).
 LARGE_BATCH = 1024
+# A large batch's Newton steps after the unrolled ones run on at most this many unconverged
+# elements gathered apart (:func:`_refine`)
+STRAGGLERS = 256
 
 
 class Crossings(NamedTuple):
@@ -130,7 +133,8 @@ def _concrete(v):
 
 def find_crossings(residual: Callable, theta, lo, hi, *, grid: int = 32,
                    max_roots: int = 2, implicit: bool = True, extra=None,
-                   tie_rtol: float = TIE_RTOL, one_pass: bool = False) -> Crossings:
+                   tie_rtol: float = TIE_RTOL, one_pass: bool = False,
+                   start: Callable | None = None) -> Crossings:
     """Every crossing of ``residual(x, theta) = 0`` for x in [lo, hi], for all grid points at once.
 
     Args:
@@ -151,6 +155,11 @@ def find_crossings(residual: Callable, theta, lo, hi, *, grid: int = 32,
         computed, and written out only where some point of the batch may hold a tie. Used without
         ``extra`` points, with at most :data:`_PACKED_POINTS` grid points and
         :data:`_PACKED_ROOTS` roots; the answers are the same either way.
+      start: None, or ``start(x_a, x_b, theta) -> x0``, elementwise: a first iterate inside each
+        bracket [x_a, x_b] (x units) better than the secant in log x, such as the root of a
+        residual's numerator where that is linear in x (static). The refinement then takes one
+        Newton step on the whole batch before its loop finishes what has not converged; the
+        roots are those of the same refinement, to its tolerance of a few ulps of log x.
 
     Returns:
       :class:`Crossings`. ``jax.jit``-able (with ``residual``, ``grid``, ``max_roots`` static) and
@@ -306,10 +315,16 @@ def find_crossings(residual: Callable, theta, lo, hi, *, grid: int = 32,
         ga = jnp.stack([_row(g[:-1], kk) for kk in k])  # exact: one term is selected
         gb = jnp.stack([_row(g[1:], kk) for kk in k])
     else:  # on a large batch those sums cost more than evaluating both ends at once
-        ends = jnp.broadcast_to(f(jnp.concatenate([a0, b0]), sg_theta), (2 * max_roots, size))
+        x_ends = jnp.exp(jnp.concatenate([a0, b0]))  # f's arithmetic, its exp shared with start
+        ends = jnp.broadcast_to(residual(x_ends, sg_theta), (2 * max_roots, size))
         ga, gb = ends[:max_roots], ends[max_roots:]
-
-    u_root = _refine(f, sg_theta, a0, b0, ga, gb, found, unrolled=0 if small else UNROLLED)
+    if start is None:
+        u0 = None
+    else:
+        x_ends = jnp.exp(jnp.concatenate([a0, b0])) if small and not one_pass else x_ends
+        u0 = jnp.log(start(x_ends[:max_roots], x_ends[max_roots:], sg_theta))
+    u_root = _refine(f, sg_theta, a0, b0, ga, gb, found,
+                     unrolled=0 if small else 1 if start is not None else UNROLLED, x0=u0)
 
     u_star = jax.lax.stop_gradient(jnp.where(found, u_root, a0))
     if implicit:
@@ -431,55 +446,82 @@ def _merge(u_grid, u_e):
     return jnp.broadcast_to(out, (grid + m, size))
 
 
-def _refine(f, theta, a, b, ga, gb, active, unrolled=UNROLLED):
+def _refine(f, theta, a, b, ga, gb, active, unrolled=UNROLLED, x0=None):
     """Safeguarded Newton in u inside the brackets [a, b] (where ``active``), all at once.
 
     Each step evaluates r and dr/du at the iterate, shrinks the bracket to the side that still holds
     the sign change, then takes the Newton step if it lands strictly inside the new bracket and
     bisects otherwise. Converged when the Newton step is below a few ulps of u, the bracket is that
-    narrow, or r is exactly 0.
+    narrow, or r is exactly 0. ``x0``: a first iterate (NaN or outside the bracket: its middle).
+
+    ``theta``'s leaves have the batch's shape (size,), ``a`` and the rest (rows, size). After the
+    ``unrolled`` steps on the whole batch, what has not converged (a few in a thousand: an iterate
+    that steps by one ulp of r back and forth until the bracket closes) is gathered and finished
+    apart, up to :data:`STRAGGLERS` of them, so each further step costs that many evaluations rather
+    than the batch's; more than that, and the loop runs on the whole batch. Each element's steps
+    are the same either way (the steps are elementwise; the loop stops at the same count).
     """
     pos_a = ga >= 0
     # Start from the secant (regula falsi) point: for the near-linear log-ratios here it is
     # already close, so Newton needs a handful of steps.
-    x0 = jnp.where(gb != ga, a - ga * (b - a) / (gb - ga), 0.5 * (a + b))
+    if x0 is None:
+        x0 = jnp.where(gb != ga, a - ga * (b - a) / (gb - ga), 0.5 * (a + b))
     x0 = jnp.where((x0 > a) & (x0 < b), x0, 0.5 * (a + b))
     tol = 4 * jnp.finfo(x0.dtype).eps * (1.0 + jnp.abs(x0))
     done0 = ~active | (ga == 0) | (gb == 0)
     x0 = jnp.where(ga == 0, a, jnp.where(gb == 0, b, x0))
-    ones = jnp.ones_like(x0)
 
     def cond(state):
-        _, _, _, done, it = state
+        _, _, _, done, it, _ = state
         return (it < MAX_ITERATIONS) & ~jnp.all(done)
 
     def body(state):
-        x, lo, hi, done, it = state
-        r, dr = jax.jvp(lambda u: f(u, theta), (x,), (ones,))
+        x, lo, hi, done, it, (th, pos, tl) = state
+        r, dr = jax.jvp(lambda u: f(u, th), (x,), (jnp.ones_like(x),))
         r = jnp.broadcast_to(r, x.shape)
         dr = jnp.broadcast_to(dr, x.shape)
-        same = (r >= 0) == pos_a
+        same = (r >= 0) == pos
         lo_n = jnp.where(same, x, lo)
         hi_n = jnp.where(same, hi, x)
         step = r / dr
         newton = x - step
         # A Newton step below a few ulps has converged; it is tested before the bracket check,
         # which would reject it (x is now an end of the bracket).
-        small = jnp.abs(step) <= tol
+        small = jnp.abs(step) <= tl
         inside = jnp.isfinite(newton) & (newton > lo_n) & (newton < hi_n)
         x_n = jnp.where(inside | small, newton, 0.5 * (lo_n + hi_n))
-        converged = (r == 0) | small | (hi_n - lo_n <= tol) | jnp.isnan(r)
+        converged = (r == 0) | small | (hi_n - lo_n <= tl) | jnp.isnan(r)
         x_n = jnp.where((r == 0) | ~jnp.isfinite(x_n), x, x_n)
         return (jnp.where(done, x, x_n), jnp.where(done, lo, lo_n), jnp.where(done, hi, hi_n),
-                done | converged, it + 1)
+                done | converged, it + 1, (th, pos, tl))
 
     # The first steps unrolled: XLA fuses them into one pass over the batch, where each pass of a
     # while loop reads and writes every array; the loop then finishes the stragglers.
-    state = (x0, a, b, done0, jnp.asarray(0))
+    state = (x0, a, b, done0, jnp.asarray(0), (theta, pos_a, tol))
     for _ in range(unrolled):
         state = body(state)
-    x, *_ = jax.lax.while_loop(cond, body, state)
-    return x
+    total = x0.size
+    if not unrolled or total <= 2 * STRAGGLERS:
+        return jax.lax.while_loop(cond, body, state)[0]
+
+    x, lo, hi, done, it, _ = state
+    rows = x0.shape[0]
+    whole = lambda v: jnp.broadcast_to(v, x0.shape).reshape(total)  # noqa: E731
+
+    def apart(_):
+        # the unconverged elements' indices, then `total` (out of range: dropped when written back)
+        idx = jnp.nonzero(~done.reshape(total), size=STRAGGLERS, fill_value=total)[0]
+        take = lambda v: jnp.take(whole(v), idx, mode="clip")  # noqa: E731
+        sub_th = jax.tree.map(take, theta)
+        sub = (take(x), take(lo), take(hi), take(done) | (idx == total), it,
+               (sub_th, take(pos_a), take(tol)))
+        x_sub = jax.lax.while_loop(cond, body, sub)[0]
+        return whole(x).at[idx].set(x_sub, mode="drop").reshape(x0.shape)
+
+    def together(_):
+        return jax.lax.while_loop(cond, body, state)[0]
+
+    return jax.lax.cond(jnp.sum(~done) <= STRAGGLERS, apart, together, None)
 
 
 def time_crossings(time_a: Callable, time_b: Callable, theta, lo, hi, *, grid: int = 32,
