@@ -57,7 +57,7 @@ from .units import SI, _digits
 from .step import (COMPONENTS, STAGES, budget_break_even_FLOPs, col, fragment_parts_s, inner_compute_s,
                    link_values, module_stages_s, step_s, sum_parts, sync_method, traffic_B,
                    window_compute_s, window_s)
-from .stragglers import may_straggle
+from .stragglers import may_straggle, settled
 
 BANDWIDTH_RANGE_GBps = (0.1, 1000.0)  # docs/model.md section 2: the swept range
 BUDGET_RANGE_GFLOPs = (1.0, 10_000.0)
@@ -384,7 +384,7 @@ def _bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps,
                   for i in (ia, ib)] if kinks else None)
         return _field_crossings(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps,
                                 parameters(sc).index("wan_Bps"), grid=grid, max_roots=max_roots,
-                                implicit=implicit, extra=extra)
+                                implicit=implicit, extra=extra, straggles=straggles)
     m = sync_method(sc)
     comm_parts = fragment_parts_s(sc, method=m)
     comm = sum_parts(comm_parts)
@@ -478,7 +478,7 @@ def field_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo, hi, *, field: st
     _check_parameter(field, sc)
     sc = table_as_data(sc)
     return _field_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, parameters(sc).index(field),
-                            grid=grid, max_roots=max_roots)
+                            grid=grid, max_roots=max_roots, straggles=may_straggle(sc))
 
 
 def with_parameter_at(theta, k, value):
@@ -508,9 +508,12 @@ def _table_apart(sc: Scenario) -> tuple:
     return dataclasses.replace(sc, links=None), sc.links
 
 
-@partial(jax.jit, static_argnames=("k", "grid", "max_roots", "implicit"))
+@partial(jax.jit, static_argnames=("k", "grid", "max_roots", "implicit", "straggles"))
 def _field_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, k, *, grid, max_roots, implicit=True,
-                     extra=None):
+                     extra=None, straggles=True):
+    # straggles (static): may_straggle of the concrete scenario; False leaves the quadrature of c'
+    # out of the program (bandjax.stragglers.settled), unless the family itself is searched
+    sc = settled(sc, straggles or parameters(sc)[k] == "straggler")
     steps_a, steps_b = jnp.asarray(steps_a, dtype=float), jnp.asarray(steps_b, dtype=float)
     # The searched steps are a variable, not a table entry: only the other side's can be missing.
     names = parameters(sc)
@@ -536,16 +539,20 @@ def _field_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, k, *, grid, max_roots
 
 
 _quick_field = partial(_jax.quick(_field_crossings,
-                                  static_argnames=("k", "grid", "max_roots", "implicit")),
+                                  static_argnames=("k", "grid", "max_roots", "implicit",
+                                                   "straggles")),
                        implicit=False)
 
 
-@partial(jax.jit, static_argnames=("names", "grid", "max_roots"))
-def _fields_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, which, *, names, grid, max_roots):
+@partial(jax.jit, static_argnames=("names", "grid", "max_roots", "straggles"))
+def _fields_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, which, *, names, grid, max_roots,
+                      straggles=True):
     """:func:`_field_crossings` over several parameters in one search: point i searches
     ``names[which[i]]`` (values only). Each name is substituted by a select on ``which``, among
     ``names`` alone, so one compiled search serves them all where :func:`_field_crossings`
-    compiles one a parameter; a point's numbers are those of its own parameter's search."""
+    compiles one a parameter; a point's numbers are those of its own parameter's search.
+    ``straggles``: as in :func:`_field_crossings`."""
+    sc = settled(sc, straggles or "straggler" in names)
     steps_a, steps_b = jnp.asarray(steps_a, dtype=float), jnp.asarray(steps_b, dtype=float)
     which = jnp.asarray(which)
     # The searched steps are a variable, not a table entry: only the other side's can be missing.
@@ -571,7 +578,8 @@ def _fields_crossings(sc, ia, ib, steps_a, steps_b, lo, hi, which, *, names, gri
     return _set_aside(c, steps_a, steps_b)
 
 
-_quick_fields = _jax.quick(_fields_crossings, static_argnames=("names", "grid", "max_roots"))
+_quick_fields = _jax.quick(_fields_crossings,
+                           static_argnames=("names", "grid", "max_roots", "straggles"))
 
 
 def searches(sc: Scenario, pairs, names, lo, hi, *, grid: int = GRID) -> Crossings:
@@ -605,7 +613,7 @@ def searches(sc: Scenario, pairs, names, lo, hi, *, grid: int = GRID) -> Crossin
                                      max_roots=max_roots)
             else:
                 c = _quick_fields(sc, ia, ib, na, nb, lo_, hi_, which, names=used, grid=grid,
-                                  max_roots=max_roots)
+                                  max_roots=max_roots, straggles=may_straggle(sc))
             most = int(max(np.max(c.count), np.max(c.tie_count)))
             if most <= max_roots:
                 break
@@ -793,7 +801,7 @@ def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
             c = _quick_bandwidth(data, ia, ib, *steps, lo, hi, grid=grid, max_roots=max_roots)
         else:
             c = _quick_field(data, ia, ib, *steps, lo, hi, parameters(sc).index(parameter),
-                             grid=grid, max_roots=max_roots)
+                             grid=grid, max_roots=max_roots, straggles=may_straggle(sc))
         most = int(max(np.max(c.count), np.max(c.tie_count)))
         if most <= max_roots:
             break

@@ -6,6 +6,8 @@ have a last axis of variants in the order of the scenario's registry (``sc.ids``
 
 from __future__ import annotations
 
+from functools import partial
+
 from . import _jax  # 64-bit floats, the Scenario PyTree; compile options
 import jax
 import jax.numpy as jnp
@@ -15,6 +17,7 @@ from . import failures as _failures
 from . import links as _links
 from . import sites as _sites
 from .scenario import Scenario
+from .stragglers import may_straggle, settled
 from .step import (col, fragment_parts_s, pacing_link_index, site_rates, step_parts_s, step_s,
                    sum_parts, sync_method, traffic_B)
 
@@ -177,5 +180,27 @@ def time_to_target_s(sc: Scenario, steps):
 # bandjax's own one-off evaluations (the report's load-0 steps and weakest inputs): one compiled
 # call, kept between processes (bandjax._jax.quick), where op-by-op each operation of the closed
 # forms would be a small program of its own, 60 of them read back in a second report
-step_once_s = _jax.quick(jax.jit(step_s))
-time_to_target_once_s = _jax.quick(jax.jit(time_to_target_s))
+@partial(jax.jit, static_argnames=("straggles",))
+def _step_settled_s(sc: Scenario, straggles: bool):
+    return step_s(settled(sc, straggles))
+
+
+@partial(jax.jit, static_argnames=("straggles",))
+def _time_to_target_settled_s(sc: Scenario, steps, straggles: bool):
+    return time_to_target_s(settled(sc, straggles), steps)
+
+
+_step_once = _jax.quick(_step_settled_s, static_argnames=("straggles",))
+_time_to_target_once = _jax.quick(_time_to_target_settled_s, static_argnames=("straggles",))
+
+
+def step_once_s(sc: Scenario):
+    """:func:`step_s` of a concrete scenario in one kept program, without the quadrature of c'
+    where nothing straggles (:func:`bandjax.stragglers.settled`)."""
+    return _step_once(sc, straggles=may_straggle(sc))
+
+
+def time_to_target_once_s(sc: Scenario, steps):
+    """:func:`time_to_target_s` of a concrete scenario in one kept program, as
+    :func:`step_once_s`."""
+    return _time_to_target_once(sc, steps, straggles=may_straggle(sc))

@@ -54,6 +54,8 @@ printed 6 decimals; the general per-DC functions agree with the equal-sites clos
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 from statistics import NormalDist
 
@@ -276,3 +278,12 @@ def may_straggle(sc) -> bool:
         return bool(np.any(np.asarray(sc.straggler) != 0))
     except Exception:  # a tracer: not known until run
         return True
+
+
+def settled(sc, straggles: bool):
+    """``sc`` with its straggler family a concrete "none" where ``straggles`` (static, a caller's
+    :func:`may_straggle` of the concrete scenario) is False: inside a jitted function the family is
+    traced, and the closed forms then take the quadrature of c' (with M = 1 exactly where it is
+    "none"); a concrete "none" leaves it out of the program, with the same c' = c bit for bit
+    (:func:`bandjax.step.inner_compute_s`). Unchanged where ``straggles`` is True."""
+    return sc if straggles else dataclasses.replace(sc, straggler=0.0)
