@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 from dataclasses import dataclass
 from functools import partial
 
@@ -419,13 +420,46 @@ _quick_core = _jax.quick(_bandwidth_crossings,
                                           "straggles"))
 
 
+QUICK_BATCH = 256
+_QUICK_LOCK = threading.Lock()
+"""A search of the simple form (:func:`_quick_bandwidth`) of at most this many points runs on a
+flat batch of this many: the report's three (every pair at each budget, the pairs over K and
+topology, the smallest changes of the WAN) then share one compiled program, where each grid's
+shape compiled its own (1 to 2 s each on 2 cores)."""
+
+
 def _quick_bandwidth(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, *, grid, max_roots):
-    """:func:`bandwidth_crossings` of a concrete scenario, values only, its static facts asked of
-    it (:func:`needs_general_search`, :func:`may_kink`)."""
+    """:func:`bandwidth_crossings` of a concrete scenario, values only (NumPy), its static facts
+    asked of it (:func:`needs_general_search`, :func:`may_kink`).
+
+    Where the times are of the simple form (no links table: every leaf of the scenario is a value
+    per point), the points are flattened to one axis, padded with copies of the last point up to
+    :data:`QUICK_BATCH` (or the next power of two above it), and the answers put back in the
+    grid's shape: the compiled program then depends on that length alone, not on which fields
+    are grids of which shape. Each point's answer is its own search's either way."""
     sc = table_as_data(sc)
-    return _quick_core(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, grid=grid,
-                       max_roots=max_roots, implicit=False, general=needs_general_search(sc),
-                       kinks=may_kink(sc, ia, ib), straggles=may_straggle(sc))
+    facts = dict(general=needs_general_search(sc), kinks=may_kink(sc, ia, ib),
+                 straggles=may_straggle(sc))
+    run = partial(_quick_core, grid=grid, max_roots=max_roots, implicit=False, **facts)
+    if facts["general"] or sc.links is not None:
+        return jax.tree.map(np.asarray, run(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps))
+    leaves, tree = jax.tree.flatten(sc)
+    ints, floats = [np.asarray(ia), np.asarray(ib)], [np.asarray(v, dtype=float) for v in
+                                                      (*leaves, steps_a, steps_b, lo_Bps, hi_Bps)]
+    shape = np.broadcast_shapes(*(v.shape for v in ints + floats))
+    n = math.prod(shape)
+    if n == 0:
+        return jax.tree.map(np.asarray, run(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps))
+    size = max(QUICK_BATCH, 1 << (n - 1).bit_length())
+
+    def flat(v):
+        v = np.broadcast_to(v, shape).reshape(n)
+        return np.concatenate([v, np.repeat(v[-1:], size - n)])
+
+    ints, floats = [flat(v) for v in ints], [flat(v) for v in floats]
+    with _QUICK_LOCK:  # two threads' first calls compile the program once, not once each
+        c = run(jax.tree.unflatten(tree, floats[:-4]), *ints, *floats[-4:])
+    return jax.tree.map(lambda v: np.asarray(v)[:n].reshape(tuple(shape) + np.shape(v)[1:]), c)
 
 
 def _set_aside(c: Crossings, steps_a, steps_b) -> Crossings:
@@ -451,6 +485,12 @@ def _set_aside(c: Crossings, steps_a, steps_b) -> Crossings:
     )
 
 
+def _most_roots(c: Crossings) -> int:
+    """The most crossings or ties of any point of ``c``, read in NumPy (``np.max`` of a JAX array
+    would compile a reduction of its own for each shape)."""
+    return int(max(np.max(np.asarray(c.count)), np.max(np.asarray(c.tie_count))))
+
+
 def all_bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, *,
                             grid: int = GRID) -> Crossings:
     """:func:`bandwidth_crossings` with as many root slots as the most crossings any point has
@@ -459,7 +499,7 @@ def all_bandwidth_crossings(sc: Scenario, ia, ib, steps_a, steps_b, lo_Bps, hi_B
     while True:
         c = _quick_bandwidth(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, grid=grid,
                              max_roots=max_roots)
-        most = int(max(np.max(c.count), np.max(c.tie_count)))
+        most = _most_roots(c)
         if most <= max_roots:
             return c
         max_roots = most
@@ -614,7 +654,7 @@ def searches(sc: Scenario, pairs, names, lo, hi, *, grid: int = GRID) -> Crossin
             else:
                 c = _quick_fields(sc, ia, ib, na, nb, lo_, hi_, which, names=used, grid=grid,
                                   max_roots=max_roots, straggles=may_straggle(sc))
-            most = int(max(np.max(c.count), np.max(c.tie_count)))
+            most = _most_roots(c)
             if most <= max_roots:
                 break
             max_roots = most
@@ -802,7 +842,7 @@ def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
         else:
             c = _quick_field(data, ia, ib, *steps, lo, hi, parameters(sc).index(parameter),
                              grid=grid, max_roots=max_roots, straggles=may_straggle(sc))
-        most = int(max(np.max(c.count), np.max(c.tie_count)))
+        most = _most_roots(c)
         if most <= max_roots:
             break
         max_roots = most
