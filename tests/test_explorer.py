@@ -683,6 +683,26 @@ def test_grid_and_formatting():
     assert common.count(8.03e9) == "8.03 B"
 
 
+def test_the_point_is_read_off_the_curves_at_the_scenarios_own_wan():
+    # the report's values at the scenario's WAN come from the curves' sweep: its grid holds that
+    # WAN exactly (not rounded), and the point is what a sweep at that WAN alone gives
+    from bandjax.report import passes
+
+    sc = bj.reference().replace(wan_Bps=12.3456789012345e9, budget_FLOPs=77e9)
+    g = passes.bandwidth_grid_GBps(sc)
+    wan = float(sc.wan_Bps) / 1e9
+    assert np.sum(g == wan) == 1 and np.all(np.abs(g[g != wan] / wan - 1) > 1e-9)
+    sw = passes.compute(sc)
+    assert float(sw.point.bandwidth) == wan and sw.budgets[-1] == "77"
+    alone = bj.sweep(sc, bandwidth=wan, enob=[float(e) for e in sw.enobs],
+                     budget=[arg for _, arg, _ in passes.budget_options(sc)],
+                     basis=list(bj.BASES), quantities=passes.POINT)
+    for q in passes.POINT:
+        np.testing.assert_allclose(sw.point[q].values, alone[q].values, rtol=1e-15, atol=0,
+                                   err_msg=q)
+    assert set(sw.bandwidth.data_vars) == set(passes.CURVE)
+
+
 def test_breakeven_view_with_the_sections_results(reference_report, sweeps):
     """Crossings, the ENOB table and the sensitivities from the break-even section's own output
     (in the session's reference report)."""

@@ -45,8 +45,9 @@ def test_the_report_is_one_pass(monkeypatch, reference_report):
     real = bandwidth.sweep
     monkeypatch.setattr(bandwidth, "sweep", lambda *a, **k: calls["views"].append(sorted(k)) or real(*a, **k))
     explorer.page(bj.reference(), results, sweeps)
-    # point, bandwidth, model, H, stages, cluster: the dataset fields of passes.Sweeps
-    assert len(calls["passes"]) == len(passes.Sweeps.__dataclass_fields__) - 3 == 6
+    # bandwidth (the point at the scenario's WAN read off it), model, H, stages, cluster: the
+    # dataset fields of passes.Sweeps but the point
+    assert len(calls["passes"]) == len(passes.Sweeps.__dataclass_fields__) - 4 == 5
     # the closed form at the engine's own load-0 bandwidths (the check that the engine equals
     # it), at most once per drawing (figures, page), and nothing else
     assert 1 <= len(calls["views"]) <= 2

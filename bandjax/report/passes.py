@@ -92,11 +92,14 @@ def enob_options(sc: Scenario) -> list[str]:
 
 
 def bandwidth_grid_GBps(sc: Scenario) -> np.ndarray:
-    """The curves' grid: POINTS_PER_DECADE a decade over the range, and the scenario's WAN."""
+    """The curves' grid: POINTS_PER_DECADE a decade over the range (rounded to 12 decimals), and
+    the scenario's WAN exactly (the report's values at the scenario's WAN are read off this grid),
+    in place of a grid point within 1e-9 of it."""
     lo, hi = C.BANDWIDTH_RANGE_GBps
     n = int(round(C.POINTS_PER_DECADE * math.log10(hi / lo))) + 1
-    grid = np.concatenate([np.logspace(math.log10(lo), math.log10(hi), n), [float(sc.wan_Bps) / 1e9]])
-    return np.unique(np.round(grid, 12))
+    wan = float(sc.wan_Bps) / 1e9
+    grid = np.round(np.logspace(math.log10(lo), math.log10(hi), n), 12)
+    return np.unique(np.concatenate([grid[np.abs(grid / wan - 1) > 1e-9], [wan]]))
 
 
 def budget_grid_GFLOPs(sc: Scenario, break_even_GFLOPs: float) -> np.ndarray:
@@ -113,7 +116,8 @@ def cluster_dcs(sc: Scenario) -> list[int]:
 
 
 def compute(sc: Scenario) -> Sweeps:
-    """The one pass: six sweeps, each one jitted call over its grid."""
+    """The one pass: five sweeps, each one jitted call over its grid (the point at the
+    scenario's WAN read off the curves' sweep)."""
     from ..step import budget_break_even_FLOPs
 
     enobs = enob_options(sc)
@@ -121,8 +125,11 @@ def compute(sc: Scenario) -> Sweeps:
     controls = dict(enob=[float(e) for e in enobs], budget=[arg for _, arg, _ in opts],
                     basis=list(BASES))
     wan = float(sc.wan_Bps) / 1e9
-    point = sweep(sc, bandwidth=wan, **controls, quantities=POINT)
-    bandwidth = sweep(sc, bandwidth=bandwidth_grid_GBps(sc), **controls, quantities=CURVE)
+    # one sweep for the curves and the point: the scenario's WAN is on the curves' grid
+    grid = bandwidth_grid_GBps(sc)
+    both = sweep(sc, bandwidth=grid, **controls, quantities=POINT)
+    point = both.isel(bandwidth=int(np.flatnonzero(grid == wan)[0]))
+    bandwidth = both[list(CURVE)]
     model = sweep(sc, model=list(PRESETS), bandwidth=wan, **controls,
                   quantities=("time_to_target_s", "status", "step_s"))
     H = sweep(sc, H=list(C.H_VALUES), bandwidth=wan, **controls,
