@@ -711,9 +711,16 @@ def tidy(sc: Scenario, ds, x_dims: tuple[str, ...], values: dict, extra=None) ->
 
 def pick(rows, **sel) -> list[dict]:
     """Rows matching ``sel``; a row holding ``"*"`` for a control matches any value of it."""
+    # (a loop over the tests rather than all() of a generator: a page's words scan some hundred
+    # thousand rows' values, and the generator's frames were most of it)
+    tests = [(k, v, k in CONTROLS) for k, v in sel.items()]
     out = []
     for r in rows:
-        if all(r.get(k) in (v, ANY) if k in CONTROLS else r.get(k) == v for k, v in sel.items()):
+        for k, v, control in tests:
+            x = r.get(k)
+            if not (x == v or (control and x == ANY)):
+                break
+        else:
             out.append(r)
     return out
 
