@@ -373,6 +373,11 @@ def _check_checkpoint(value) -> None:
         raise ScenarioError(f"[failures] checkpoint_every = {_time_text(float(x[np.argmin(good)]))}: "
                             "must be a finite time > 0 s (or 'young', the default: Young's interval "
                             "sqrt(2 w / lambda))")
+    sane = (x >= MAGNITUDES[0]) & (x <= MAGNITUDES[1])
+    if not np.all(sane):
+        raise ScenarioError(f"[failures] checkpoint_every = {_time_text(float(x[np.argmin(sane)]))}: "
+                            f"outside the magnitudes bandjax computes with, {MAGNITUDES[0]:g} s to "
+                            f"{MAGNITUDES[1]:g} s")
 
 
 def failure_rate(value) -> float:

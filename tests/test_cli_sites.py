@@ -71,6 +71,9 @@ def test_two_dcs_say_what_each_site_adds_needs(capsys):
     (["--dcs", "1001"], "--dcs 1001: must be a whole number of DCs in 2 .. 1,000"),
     (["--straggler", "weibull"], "invalid choice: 'weibull'"),
     (["--variant", "nope"], "--variant nope"),
+    (["--bandwidth", "1e300"], "--bandwidth 1e+300 GB/s: outside the magnitudes bandjax computes "
+                               "with, 1e-39 to 1e+21 GB/s"),
+    (["--bandwidth", "0"], "--bandwidth 0: must be a finite bandwidth > 0 GB/s"),
 ])
 def test_sites_bad_input(capsys, argv, fragment):
     assert main(["sites", *argv]) == EXIT_ERROR

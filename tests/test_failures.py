@@ -293,6 +293,16 @@ def test_cli_goodput_prints_the_typed_numbers(capsys, tmp_path):
     (["--target", "1.5"], "--target 1.5: must be a goodput target in (0, 1)"),
     (["--checkpoint-every", "0"], "[failures] checkpoint_every = '0.0 ms'"),
     (["--bandwidth", "nan"], "--bandwidth nan: must be a finite bandwidth > 0 GB/s"),
+    # past the magnitudes bandjax computes with: checked as typed (1e300 GB/s is inf B/s)
+    (["--bandwidth", "1e300"], "--bandwidth 1e+300 GB/s: outside the magnitudes bandjax computes "
+                               "with, 1e-39 to 1e+21 GB/s"),
+    (["--bandwidth", "1e-300"], "--bandwidth 1e-300 GB/s: outside the magnitudes"),
+    (["--checkpoint-every", "1e300"], "--checkpoint-every 1e+300 s: outside the magnitudes bandjax "
+                                      "computes with, at most 1e+30 s"),
+    (["--restart", "1e31"], "--restart 1e+31 s: outside the magnitudes"),
+    (["--checkpoint-write", "1e40"], "--checkpoint-write 1e+40 s: outside the magnitudes"),
+    (["--checkpoint-every", "1e-31"], "[failures] checkpoint_every = '1e-31 s': outside the "
+                                      "magnitudes bandjax computes with, 1e-30 s to 1e+30 s"),
 ])
 def test_cli_goodput_bad_input(capsys, argv, fragment):
     from bandjax.cli import EXIT_ERROR, main

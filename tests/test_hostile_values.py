@@ -121,6 +121,10 @@ def test_replace_other_values():
     assert SC.replace(wan_latency_s=0.0).wan_latency_s == 0.0  # 0 where 0 is allowed
     refused(lambda: SC.replace(budget_low_FLOPs=200e9), "budget_low", "200")
     refused(lambda: SC.replace(gpu_compute_s=0.0), "gpu_compute", "0")
+    # a checkpoint interval past the window: ETTR 0 for any failure rate, computed as if real
+    refused(lambda: SC.replace(checkpoint_every_s=1e300), "checkpoint_every", "1e+30 s")
+    refused(lambda: SC.replace(checkpoint_every_s=1e-31), "checkpoint_every", "1e-30 s")
+    assert SC.replace(checkpoint_every_s=1e30).checkpoint_every_s == 1e30  # its end is allowed
 
 
 @pytest.mark.parametrize("kw,names", [

@@ -10,10 +10,24 @@ from __future__ import annotations
 
 import math
 
-from ..scenario import GPUS, STUDY_GPU_FLOPs
+from ..scenario import GPUS, MAGNITUDES, STUDY_GPU_FLOPs
 from ..units import MOST_FIGURES as SIG  # significant figures, at most, of any number printed
 from ..units import describe, significant
 from ..units import plain as sig  # a number to at most SIG significant figures
+
+
+def check_bandwidth(value: float | None, option: str = "--bandwidth") -> None:
+    """A bandwidth option in GB/s, where given: finite, > 0 and within the magnitudes bandjax
+    computes with (:data:`bandjax.scenario.MAGNITUDES`, here in GB/s), checked as typed, before
+    it is converted to B/s (1e300 GB/s would be inf B/s); ``ValueError`` naming the option."""
+    if value is None:
+        return
+    lo, hi = (m / 1e9 for m in MAGNITUDES)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{option} {sig(value)}: must be a finite bandwidth > 0 GB/s")
+    if not lo <= value <= hi:
+        raise ValueError(f"{option} {sig(value)} GB/s: outside the magnitudes bandjax computes "
+                         f"with, {lo:g} to {hi:g} GB/s")
 
 
 def plural(n: float, word: str, words: str | None = None) -> str:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 
+from ..scenario import MAGNITUDES
 from ..units import describe, duration, significant
-from ._setup import sig
+from ._setup import check_bandwidth, sig
 from .args import check_once, load_scenario, scenario_arg, with_methods
 from .need import status_text
 
@@ -37,8 +38,12 @@ def check_goodput_args(args) -> None:
     if not (math.isfinite(lo) and math.isfinite(hi) and 0 < lo < hi):
         raise ValueError(f"--range {sig(lo)} {sig(hi)} GB/s: must be finite, positive and ordered, "
                          "0 < LO < HI")
-    if args.bandwidth is not None and not (math.isfinite(args.bandwidth) and args.bandwidth > 0):
-        raise ValueError(f"--bandwidth {sig(args.bandwidth)}: must be a finite bandwidth > 0 GB/s")
+    check_bandwidth(args.bandwidth)
+    for option, value in (("--restart", args.restart), ("--checkpoint-write", args.checkpoint_write),
+                          ("--checkpoint-every", args.checkpoint_every)):
+        if value is not None and math.isfinite(value) and abs(value) > MAGNITUDES[1]:
+            raise ValueError(f"{option} {sig(value)} s: outside the magnitudes bandjax computes "
+                             f"with, at most {MAGNITUDES[1]:g} s")
 
 
 def _changes(args) -> dict:

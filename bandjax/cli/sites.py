@@ -14,7 +14,7 @@ import math
 from .._limits import MAX_SITES
 from ..scenario import STRAGGLERS
 from ..units import describe, duration, significant
-from ._setup import sig
+from ._setup import check_bandwidth, sig
 from .args import check_once, load_scenario, scenario_arg, with_methods
 
 
@@ -42,8 +42,7 @@ def check_sites_args(args) -> None:
     if args.tail is not None and not (math.isfinite(args.tail) and args.tail >= 0):
         raise ValueError(f"--tail {sig(args.tail)}: must be a tail >= 0 (an exponential share s in "
                          "[0, 1] or a lognormal sigma)")
-    if args.bandwidth is not None and not (math.isfinite(args.bandwidth) and args.bandwidth > 0):
-        raise ValueError(f"--bandwidth {sig(args.bandwidth)}: must be a finite bandwidth > 0 GB/s")
+    check_bandwidth(args.bandwidth)
     if args.dcs is not None and not 2 <= args.dcs <= MAX_SITES:
         raise ValueError(f"--dcs {args.dcs}: must be a whole number of DCs in 2 .. {MAX_SITES:,}")
     if args.workers is not None and args.workers < 1:
