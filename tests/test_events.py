@@ -319,11 +319,27 @@ def test_sweep_on_a_process_pool_gives_the_inline_runs_bit_for_bit():
     pooled = events.sweep(scheduler="processes", n_workers=2, progress=False, **grid)
     xr.testing.assert_identical(pooled, inline)
     assert float(inline.wan_utilisation.sel(load=0.5).min()) > 0  # the background did run
-    with client("processes", 1) as where:
+    with client("processes", 1, nice=10) as where:  # as the report runs them: the same runs
         pending = submit(where, **grid)  # started; collected later
         xr.testing.assert_identical(pending.result(progress=False), inline)
     with pytest.raises(ValueError, match=r"n_workers = 0: must be a whole number >= 1"):
         events.sweep(load=0.0, steps=1, scheduler="processes", n_workers=0, progress=False)
+
+
+def test_a_pools_workers_run_below_the_callers_priority():
+    import os
+
+    from events.runner import pool
+
+    own = os.nice(0)
+    with pool(1, nice=5) as p:
+        assert p.submit(os.nice, 0).result() == min(own + 5, 19)
+    with pool(1) as p:
+        assert p.submit(os.nice, 0).result() == own
+    for bad in (-1, 20, 2.5, True):
+        with pytest.raises(ValueError, match=r"nice = .*: must be a whole number in 0 \.\. 19"):
+            with pool(1, nice=bad):
+                pass
 
 
 def test_submit_reads_runs_done_before_from_its_cache(tmp_path, monkeypatch):

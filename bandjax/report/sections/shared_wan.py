@@ -300,6 +300,9 @@ def ci95(samples) -> tuple[float, float]:
     return float(x.mean() - half), float(x.mean() + half)
 
 
+WORKER_NICE = 10
+"""The niceness of the section's engine workers in a process pool (:func:`events.runner.pool`)."""
+
 POOL_MAX_S = 60.0
 """Planned seconds of engine work a worker (:func:`size_runs`) up to which the section's runs go to
 a plain process pool (:func:`events.runner.pool`, started in a fraction of a second) rather than a
@@ -359,7 +362,9 @@ def _start(scenario: Scenario, ctx: dict) -> dict:
           "at_m": at_m, "run_loads": run_loads, "seeds": seeds,
           "stack": contextlib.ExitStack(), "runs": None, "load0": None, "error": None}
     try:
-        where = st["stack"].enter_context(events.client(scheduler, o["n_workers"]))
+        # the engine's workers below this process's priority: on a machine of few cores the
+        # sections that come first keep their share, and the runs take what is left
+        where = st["stack"].enter_context(events.client(scheduler, o["n_workers"], nice=WORKER_NICE))
         kept = run_cache_dir()  # runs done before (same engine, same task) are read back
         if run_loads:
             st["runs"] = submit(where, at_m, load=run_loads, seed=seeds, steps=sized["steps"],
