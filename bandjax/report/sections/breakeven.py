@@ -197,6 +197,10 @@ def _searches(sc: Scenario) -> tuple:
 def build(scenario: Scenario, ctx: dict) -> BreakEvens:
     sc = scenario
     lo, hi = be.BANDWIDTH_RANGE_GBps
+    # the smallest changes first: they need nothing of the searches begun ahead, and run while
+    # those finish in their thread
+    inverse = [{**c.as_dict(), "target_GBps": float(sc.wan_Bps) / 1e9}
+               for c in inv.smallest_changes(sc, inverse_pairs(sc, ctx), INVERSE_PARAMETERS)]
     started, found = take_ahead(ctx, KEY)
     ps, cb, jac, enob, budget, budget_elast = found if started else _searches(sc)
     c = jax.tree.map(lambda v: v[0], cb)  # at the scenario's budget
@@ -224,9 +228,6 @@ def build(scenario: Scenario, ctx: dict) -> BreakEvens:
     budget["elasticity"] = {n: v + 0.0 for n, v in sorted(budget_elast.items(), key=lambda kv: -abs(kv[1]))}
     sensitivity.append({"quantity": "budget_break_even", "GFLOPs": budget["numeric_GFLOPs"],
                         "elasticity": budget["elasticity"]})
-
-    inverse = [{**c.as_dict(), "target_GBps": float(sc.wan_Bps) / 1e9}
-               for c in inv.smallest_changes(sc, inverse_pairs(sc, ctx), INVERSE_PARAMETERS)]
 
     return BreakEvens(break_even_range_GBps=[lo, hi], break_even_GBps=crossings,
                       break_even_GBps_by_budget=by_budget, enob_break_even=enob,
