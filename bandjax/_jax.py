@@ -93,19 +93,11 @@ def quick_compile() -> dict:
       through ``XLA_FLAGS``) took 9.6 s, against 12.7 s with the loop emitters alone and 15.0 s
       with neither; a sweep of 7,200 cells compiles in 0.24 s against 0.62 s, then runs in
       1.9 ms against 1.3 ms.
-    The dense sweeps, winner maps and the queueing approximation keep the default, which runs them
-    faster. An XLA that does not know an option gets the default ({}).
+    The dense sweeps and winner maps keep the default, which runs them faster; the queueing
+    approximation's one or two calls of a report take these (:mod:`bandjax.queueing`). An XLA that
+    does not know an option gets the default ({}).
     """
     return _if_known({"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 0})
-
-
-@functools.cache
-def loop_emitters() -> dict:
-    """``compiler_options`` with XLA's older loop emitters alone, LLVM optimising as usual: for a
-    function whose run costs about what its compile does. The queueing approximation of the
-    report's 30 loads compiles in 1.8 s of CPU against 2.9 s and runs in 0.43 s against 0.40 s
-    (CPU seconds, one process, the best of 3 runs). {} where XLA does not know the option."""
-    return _if_known({"xla_cpu_use_fusion_emitters": False})
 
 
 def _if_known(opts: dict) -> dict:

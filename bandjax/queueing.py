@@ -416,6 +416,9 @@ def shared_wan_step_s(sc: Scenario, load):
     return round_s(mean, lag) / H
 
 
-shared_wan_step_once_s = _jax.quick(shared_wan_step_s, options=_jax.loop_emitters)
-""":func:`shared_wan_step_s` compiled for the one or two calls of a report or a command
-(:func:`bandjax._jax.loop_emitters`: a third less to compile, as fast to run)."""
+shared_wan_step_once_s = _jax.quick(shared_wan_step_s)
+""":func:`shared_wan_step_s` compiled for the one or two calls of a report or a command, with
+:func:`bandjax._jax.quick_compile`'s options: 0.66 s to compile against 1.68 s with XLA's loop
+emitters alone (what it had) and 1.85 s with the defaults, for a run of the report's 30 loads in
+0.47 s against 0.40 and 0.31 s; the steps agree to 6e-13 relative (the backlog's fixed point
+stops at 1e-10)."""
