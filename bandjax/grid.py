@@ -31,7 +31,7 @@ from ._budget_index import BudgetIndex, budget_names
 from .labels import BUDGET_NAMES, COORD_ATTRS, budget_labels
 from . import sites as _sites
 from .links import as_data, scaling_note, unflatten
-from .scenario import Scenario, reference, check_overrides
+from .scenario import TOPOLOGIES, Scenario, reference, check_overrides
 from .step import COMPONENTS, STAGES, module_stages_s
 from .stragglers import may_straggle, settled
 from .sweepargs import Grid, parse
@@ -302,11 +302,31 @@ _WIDTH = {"hot_spot": len(COMPONENTS), "energy_per_step_J": len(ENERGY_COLUMNS)}
 
 
 def _need_bytes(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str) -> tuple:
-    """:func:`check_size`'s estimate: (bytes needed, values in the largest output, cells)."""
-    cells = math.prod(g.shape) * len(sc.variants)
+    """:func:`check_size`'s estimate: (bytes needed, values in the largest array, cells).
+
+    Where the WAN's links are each their own (a links table, or sites), the closed forms hold a
+    time per link in use at every point: K (K - 1) of them on a mesh. Those arrays are counted
+    too, twice over (a K = 100 mesh over 1e4 and 1e5 bandwidths peaked at 0.9 and 7.7 GB above
+    the process's start, about points x links x 8 B)."""
+    points = math.prod(g.shape)
+    cells = points * len(sc.variants)
     widths = [_WIDTH.get(q, 1) for q in names if q not in ("steps_to_target", "status")]
     itemsize = 4 if dtype == "float32" else 8
-    return 2 * cells * sum(widths, 1) * itemsize, cells * max(widths, default=1), cells
+    per_link = points * links_per_point(sc, g)
+    return (2 * (cells * sum(widths, 1) + per_link) * itemsize,
+            max(cells * max(widths, default=1), per_link), cells)
+
+
+def links_per_point(sc: Scenario, g: Grid | None = None) -> int:
+    """The links whose times the closed forms hold at each point of a sweep where the WAN's links
+    are each their own (a links table, or sites that differ): K (K - 1) where a point may be a
+    mesh, else K; 0 where the WAN is one bandwidth and latency."""
+    if sc.links is None and sc.sites is None:
+        return 0
+    K = sc.links.K if sc.links is not None else sc.sites.K
+    topology = sc.topology if g is None else g.leaves.get("topology", sc.topology)
+    mesh = bool(np.any(np.asarray(topology, dtype=float) == TOPOLOGIES.index("mesh")))
+    return K * (K - 1) if mesh else K
 
 
 def check_size(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "float64", *,
@@ -325,9 +345,11 @@ def check_size(sc: Scenario, g: Grid, names: tuple[str, ...], dtype: str = "floa
     avail = _available_memory_bytes(need / SWEEP_MEMORY_SHARE)
     if largest > MAX_ARRAY_ELEMENTS or need > SWEEP_MEMORY_SHARE * avail:
         shape = " x ".join(f"{a.name} {len(a.coords)}" for a in g.axes) or "one point"
+        links = links_per_point(sc, g)
         raise ValueError(
-            f"sweep of {shape} x {len(sc.ids)} variants ({cells:.3g} cells) needs about "
-            f"{describe_bytes(need)} in memory"
+            f"sweep of {shape} x {len(sc.ids)} variants ({cells:.3g} cells"
+            + (f", each point with the times of {links:,} links" if links else "")
+            + f") needs about {describe_bytes(need)} in memory"
             + (f" and arrays of {largest:.3g} values (at most {MAX_ARRAY_ELEMENTS:.3g})"
                if largest > MAX_ARRAY_ELEMENTS else
                f"; {describe_bytes(avail)} is available and at most "

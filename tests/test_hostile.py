@@ -485,6 +485,35 @@ def test_sweep_larger_than_memory_is_refused_before_work(monkeypatch):
     assert bandjax.sweep(bandwidth=np.logspace(-1, 3, 4_000), quantities=["step_s"]).step_s.size == 24_000
 
 
+def test_a_per_link_mesh_counts_its_links_before_a_sweep_starts(monkeypatch):
+    import numpy as np
+
+    import bandjax
+    from bandjax import _limits, grid
+
+    # a K = 100 mesh of its own links holds 9,900 link times a point: 1e5 bandwidths peaked at
+    # 7.7 GB where the outputs alone are 5 MB; the estimate counts them (points x links x 8 B,
+    # twice), so the sweep is refused at once on a 16 GiB machine
+    K = 100
+    table = np.full((K, K), 12.5e9)
+    np.fill_diagonal(table, 0.0)
+    mesh = bandjax.reference().replace(topology="mesh").with_links(table)
+    ring = mesh.replace(topology="ring")
+    assert (grid.links_per_point(mesh), grid.links_per_point(ring),
+            grid.links_per_point(bandjax.reference())) == (9_900, 100, 0)
+    monkeypatch.setattr(_limits, "available_memory_bytes", lambda: 16 * 2**30)
+    gib = 2 * (1e5 * 9_900 + 6e5 * 2) * 8 / 2**30  # step_s and its intermediates, and the links'
+    with bounded(10), pytest.raises(ValueError, match=rf"each point with the times of 9,900 links\) "
+                                                      rf"needs about {gib:.2f}\d* GiB in memory"):
+        bandjax.sweep(mesh, bandwidth=np.geomspace(0.1, 1000, 100_000), quantities=["step_s"])
+    # the same sweep on a ring holds K link times a point: allowed
+    assert bandjax.sweep(ring, bandwidth=np.geomspace(0.1, 1000, 100_000),
+                         quantities=["step_s"]).step_s.shape == (100_000, 6)
+    # a topology axis that holds the mesh counts the mesh's links
+    g = bandjax.sweepargs.parse(ring, topology=["ring", "mesh"], bandwidth=[1.0, 10.0])
+    assert grid.links_per_point(ring, g) == 9_900
+
+
 def test_winner_map_larger_than_memory_is_refused(monkeypatch):
     import numpy as np
 
