@@ -213,7 +213,7 @@ def winner(scenario: Scenario | None = None, *, bandwidth=None, enob=None, budge
               basis=basis, **fields)
     if len(g.index) > 127:
         raise ValueError(f"variant: {len(g.index)} variants compete; at most 127 fit the int8 map")
-    _check_size(g)
+    _check_size(g, sc, chunk, chunk_dim, threads)
     raw = winner_arrays(sc, g, dtype=dtype, chunk=chunk, chunk_dim=chunk_dim, threads=threads)
     return label_map(sc, g, raw)
 
@@ -225,23 +225,37 @@ reference (float64, one call): 19.8 and 19.0 B a point; tests/test_winner_memory
 estimate within 25% of it."""
 
 
-def _check_size(g) -> None:
+def _check_size(g, sc: Scenario | None = None, chunk=None, chunk_dim=None, threads: int = 1) -> None:
     """Refuse, before any work, a map whose arrays would not fit in memory (at
-    :data:`WINNER_BYTES_PER_POINT`): it belongs in a store."""
+    :data:`WINNER_BYTES_PER_POINT`, and where the WAN's links are each their own the times of
+    every link in use at each point it computes at once, 8 B each, twice:
+    :func:`bandjax.grid.links_per_point`; with ``chunk``, ``threads`` chunks at once): it belongs
+    in a store."""
     import math
 
     from ._limits import (MAX_ARRAY_ELEMENTS, SWEEP_MEMORY_SHARE, available_memory_bytes,
                           describe_bytes)
+    from .grid import links_per_point
 
     points = math.prod(g.shape)
-    need = points * WINNER_BYTES_PER_POINT
+    links = 0 if sc is None else links_per_point(sc, g)
+    at_once = points
+    if links and isinstance(chunk, (int, np.integer)) and not isinstance(chunk, bool) and chunk >= 1 \
+            and g.dims:
+        axis = g.dims.index(chunk_dim) if chunk_dim in g.dims else int(np.argmax(g.shape))
+        at_once = min(points, points // g.shape[axis] * int(chunk) * max(int(threads), 1))
+    need = points * WINNER_BYTES_PER_POINT + 2 * 8 * links * at_once
     avail = available_memory_bytes()
-    if points > MAX_ARRAY_ELEMENTS or need > SWEEP_MEMORY_SHARE * avail:
-        raise ValueError(f"winner map of {points:.3g} points needs about {describe_bytes(need)} in "
+    if max(points, at_once * links) > MAX_ARRAY_ELEMENTS or need > SWEEP_MEMORY_SHARE * avail:
+        held = f", each with the times of {links:,} links," if links else ""
+        raise ValueError(f"winner map of {points:.3g} points{held} needs about "
+                         f"{describe_bytes(need)} in "
                          f"memory ({describe_bytes(avail)} available, at most "
                          f"{SWEEP_MEMORY_SHARE:.0%} used, at most {MAX_ARRAY_ELEMENTS:.3g} points): "
                          "write it to disk in chunks with bandjax.store.write(path, scenario, "
-                         "of=\"winner\", ...)")
+                         "of=\"winner\", ...)"
+                         + (", or compute it a part at a time with chunk=N (the link times are "
+                            "held for the parts being computed)" if links else ""))
 
 
 def winner_arrays(sc: Scenario, g: Grid, *, dtype: str = "float64", chunk: int | None = None,

@@ -514,6 +514,28 @@ def test_a_per_link_mesh_counts_its_links_before_a_sweep_starts(monkeypatch):
     assert grid.links_per_point(ring, g) == 9_900
 
 
+def test_a_winner_map_counts_a_per_link_meshs_links(monkeypatch):
+    import numpy as np
+
+    import bandjax
+    from bandjax import _limits
+
+    # 20,000 points of a K = 100 mesh hold 9,900 link times each (8 B, twice): 2.95 GiB; the map's
+    # own arrays are 0.38 MiB. On a 4 GiB machine it is refused at once, naming the links; in
+    # parts of 1,000 points the link times are held for a part at a time, and it runs
+    K = 100
+    table = np.full((K, K), 12.5e9)
+    np.fill_diagonal(table, 0.0)
+    mesh = bandjax.reference().replace(topology="mesh").with_links(table)
+    monkeypatch.setattr(_limits, "available_memory_bytes", lambda: 4 * 2**30)
+    bandwidth = np.geomspace(0.1, 1000, 20_000)
+    gib = (20_000 * 20 + 2 * 8 * 9_900 * 20_000) / 2**30
+    with bounded(10), pytest.raises(ValueError, match=rf"each with the times of 9,900 links, needs "
+                                                      rf"about {gib:.2f}\d* GiB.*chunk=N"):
+        bandjax.winner(mesh, bandwidth=bandwidth)
+    assert bandjax.winner(mesh, bandwidth=bandwidth, chunk=1_000).winner.shape == (20_000,)
+
+
 def test_winner_map_larger_than_memory_is_refused(monkeypatch):
     import numpy as np
 
