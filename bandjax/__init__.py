@@ -9,7 +9,9 @@ registered as a PyTree (:mod:`bandjax._jax`).
 """
 
 import importlib
-import signal as _signal
+# the C module under `signal`: a builtin, loaded at once, where `signal` builds its enums in Python
+# first (a Ctrl-C in those few hundred microseconds came before any handler could be set)
+import _signal
 import sys as _sys
 
 
