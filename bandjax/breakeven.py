@@ -174,21 +174,24 @@ def _pick(x, index):
 # --------------------------------------------------------------------------- the searches
 
 
-def _bandwidth_residual(B, theta):
+def _times_B(B, theta):
+    """(n_a / n_b x T_a x B, T_b x B): the two times the bandwidth search compares, both times B
+    (piecewise linear in B)."""
     ratio, c, Q_a, V_a, Q_b, V_b = theta
+    return ratio * (c * B + jnp.maximum(0.0, Q_a * B + V_a)), c * B + jnp.maximum(0.0, Q_b * B + V_b)
+
+
+def _bandwidth_residual(B, theta):
     # T_a / T_b - 1, both times B: no logarithm, as these evaluations are most of the search's cost.
-    return (ratio * (c * B + jnp.maximum(0.0, Q_a * B + V_a))
-            / (c * B + jnp.maximum(0.0, Q_b * B + V_b)) - 1.0)
+    t_a, t_b = _times_B(B, theta)
+    return t_a / t_b - 1.0
 
 
 def _bandwidth_start(B_a, B_b, theta):
     """The root of the residual's numerator, T_a - T_b times B (piecewise linear in B), on the
     line through its values at B_a and B_b: exact in a bracket where neither time changes slope,
     so the refinement's first Newton step converges."""
-    ratio, c, Q_a, V_a, Q_b, V_b = theta
-    def num(B):
-        return ratio * (c * B + jnp.maximum(0.0, Q_a * B + V_a)) - (c * B + jnp.maximum(0.0, Q_b * B + V_b))
-    n_a, n_b = num(B_a), num(B_b)
+    n_a, n_b = (a - b for a, b in (_times_B(B_a, theta), _times_B(B_b, theta)))
     return jnp.where(n_a != n_b, B_a + n_a * (B_b - B_a) / (n_a - n_b), jnp.nan)
 
 
@@ -421,11 +424,11 @@ _quick_core = _jax.quick(_bandwidth_crossings,
 
 
 QUICK_BATCH = 256
-_QUICK_LOCK = threading.Lock()
 """A search of the simple form (:func:`_quick_bandwidth`) of at most this many points runs on a
 flat batch of this many: the report's three (every pair at each budget, the pairs over K and
 topology, the smallest changes of the WAN) then share one compiled program, where each grid's
 shape compiled its own (1 to 2 s each on 2 cores)."""
+_QUICK_LOCK = threading.Lock()  # held around its calls: two threads' first calls compile once
 
 
 def _quick_bandwidth(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, *, grid, max_roots):
@@ -457,7 +460,7 @@ def _quick_bandwidth(sc, ia, ib, steps_a, steps_b, lo_Bps, hi_Bps, *, grid, max_
         return np.concatenate([v, np.repeat(v[-1:], size - n)])
 
     ints, floats = [flat(v) for v in ints], [flat(v) for v in floats]
-    with _QUICK_LOCK:  # two threads' first calls compile the program once, not once each
+    with _QUICK_LOCK:
         c = run(jax.tree.unflatten(tree, floats[:-4]), *ints, *floats[-4:])
     return jax.tree.map(lambda v: np.asarray(v)[:n].reshape(tuple(shape) + np.shape(v)[1:]), c)
 

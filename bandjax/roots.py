@@ -311,18 +311,16 @@ def find_crossings(residual: Callable, theta, lo, hi, *, grid: int = 32,
     else:
         a0, b0 = jnp.broadcast_to(u_at(k), k.shape), jnp.broadcast_to(u_at(k + 1), k.shape)
     small = size < LARGE_BATCH
+    # the brackets' ends as x (f's arithmetic; where nothing reads them, XLA drops them)
+    x_ends = jnp.exp(jnp.concatenate([a0, b0]))
     if small and not one_pass:  # r at the bracket's ends read off the coarse grid: the residual traced once less
         ga = jnp.stack([_row(g[:-1], kk) for kk in k])  # exact: one term is selected
         gb = jnp.stack([_row(g[1:], kk) for kk in k])
     else:  # on a large batch those sums cost more than evaluating both ends at once
-        x_ends = jnp.exp(jnp.concatenate([a0, b0]))  # f's arithmetic, its exp shared with start
         ends = jnp.broadcast_to(residual(x_ends, sg_theta), (2 * max_roots, size))
         ga, gb = ends[:max_roots], ends[max_roots:]
-    if start is None:
-        u0 = None
-    else:
-        x_ends = jnp.exp(jnp.concatenate([a0, b0])) if small and not one_pass else x_ends
-        u0 = jnp.log(start(x_ends[:max_roots], x_ends[max_roots:], sg_theta))
+    u0 = (None if start is None else
+          jnp.log(start(x_ends[:max_roots], x_ends[max_roots:], sg_theta)))
     u_root = _refine(f, sg_theta, a0, b0, ga, gb, found,
                      unrolled=0 if small else 1 if start is not None else UNROLLED, x0=u0)
 
@@ -505,7 +503,6 @@ def _refine(f, theta, a, b, ga, gb, active, unrolled=UNROLLED, x0=None):
         return jax.lax.while_loop(cond, body, state)[0]
 
     x, lo, hi, done, it, _ = state
-    rows = x0.shape[0]
     whole = lambda v: jnp.broadcast_to(v, x0.shape).reshape(total)  # noqa: E731
 
     def apart(_):
