@@ -242,7 +242,7 @@ def _check_size(g, sc: Scenario | None = None, chunk=None, chunk_dim=None, threa
     at_once = points
     if links and isinstance(chunk, (int, np.integer)) and not isinstance(chunk, bool) and chunk >= 1 \
             and g.dims:
-        axis = g.dims.index(chunk_dim) if chunk_dim in g.dims else int(np.argmax(g.shape))
+        axis = _chunk_axis(g.dims, g.shape, chunk_dim if chunk_dim in g.dims else None)
         at_once = min(points, points // g.shape[axis] * int(chunk) * max(int(threads), 1))
     need = points * WINNER_BYTES_PER_POINT + 2 * 8 * links * at_once
     avail = available_memory_bytes()
@@ -258,6 +258,11 @@ def _check_size(g, sc: Scenario | None = None, chunk=None, chunk_dim=None, threa
                             "held for the parts being computed)" if links else ""))
 
 
+def _chunk_axis(dims, shape, chunk_dim) -> int:
+    """The grid axis a chunked map runs along: ``chunk_dim``'s, or the longest where it is None."""
+    return int(np.argmax(shape)) if chunk_dim is None else list(dims).index(chunk_dim)
+
+
 def winner_arrays(sc: Scenario, g: Grid, *, dtype: str = "float64", chunk: int | None = None,
                   chunk_dim: str | None = None, threads: int = 1) -> dict:
     """The four outputs of :func:`winner` on grid ``g`` as NumPy arrays of the grid's shape."""
@@ -271,13 +276,10 @@ def winner_arrays(sc: Scenario, g: Grid, *, dtype: str = "float64", chunk: int |
             raise ValueError(f"chunk = {chunk!r}: must be a whole number of grid values >= 1")
         if not dims:
             raise ValueError("chunk: no argument is a sequence, so there is nothing to chunk")
-        if chunk_dim is None:
-            axis = int(np.argmax(shape))
-        elif chunk_dim in dims:
-            axis = dims.index(chunk_dim)
-        else:
+        if chunk_dim is not None and chunk_dim not in dims:
             raise ValueError(f"chunk_dim = {chunk_dim!r} is not a swept argument; allowed: "
                              f"{', '.join(dims)}")
+        axis = _chunk_axis(dims, shape, chunk_dim)
         parts = [slice(s, s + int(chunk)) for s in range(0, shape[axis], int(chunk))]
     index = tuple(g.index)
     with precision(dtype):
