@@ -111,7 +111,7 @@ def _if_known(opts: dict) -> dict:
 
 def quick(jitted, options=quick_compile, **jit_kwargs):
     """A second jit of the function under ``jitted`` with ``options()`` as its compiler options
-    (:func:`quick_compile`'s by default), its traced program kept between processes
+    (:func:`quick_compile`'s by default), its compiled program kept between processes
     (:func:`kept_program`).
 
     For bandjax's own calls that are never inside a user's trace (they return NumPy values): JAX
@@ -136,26 +136,41 @@ def quick(jitted, options=quick_compile, **jit_kwargs):
     return call
 
 
-# ------------------------------------------------------------------ traced programs kept
+# ------------------------------------------------------------------ compiled programs kept
 # JAX's persistent cache keeps XLA's output, but a new process still traces each function and
 # lowers it before it can look that up: about two thirds of a second report's own time. bandjax's
-# own one-off calls (:func:`quick`) keep their traced program too (``jax.export``: StableHLO), under
-# PROGRAMS_FOLDER in bandjax's cache folder, keyed by everything the program is a function of:
-# bandjax's source, the versions of JAX, jaxlib, NumPy and Python, the device, the compiler
-# options, the function, its static arguments, its other arguments' structure (the scenario's
-# tables and variants included), shapes and dtypes, and JAX's settings that change a trace
-# (64-bit floats).
-# A new process reads the program back and compiles it, which JAX's cache then answers. A file
-# that cannot be read is traced anew and replaced.
+# own one-off calls (:func:`quick`) keep their compiled program instead (the XLA executable,
+# ``jax.experimental.serialize_executable``), under PROGRAMS_FOLDER in bandjax's cache folder,
+# keyed by everything the program is a function of: bandjax's source, the versions of JAX, jaxlib,
+# NumPy and Python, the device and the host CPU's features, the compiler options, the function,
+# its static arguments, its other arguments' structure (the scenario's tables and variants
+# included), shapes and dtypes, and JAX's settings that change a trace (64-bit floats).
+# A new process loads the executable and runs it: no tracing, lowering or compiling. The first
+# process compiles as it would with no cache and writes the executable once: keeping a traced
+# program (jax.export) instead cost a first report 1.3 s of CPU, to export each program and then
+# compile the exported one. A file that cannot be read is compiled anew and replaced.
 PROGRAMS_FOLDER = "programs"
-PROGRAMS_KEEP = 400  # programs kept (10 to 300 KB each), the least recently used go first
+PROGRAMS_KEEP = 400  # programs kept (10 KB to 1.1 MB each), the least recently used go first
 _LOADED: dict = {}  # this process's (run, out_tree), by what decides them
 LOADED_KEEP = 256  # programs a process keeps at hand
 
 
+def _cpu_features() -> str:
+    """The host CPU's feature flags (Linux), which an XLA executable for the CPU is compiled for;
+    '' where they cannot be read (the machine's name and kind still key the program)."""
+    import platform
+
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            flags = next((line for line in f if line.startswith(("flags", "Features"))), "")
+    except OSError:
+        flags = ""
+    return f"{platform.machine()} {platform.processor()} {flags.strip()}"
+
+
 @functools.cache
 def _program_digest() -> str:
-    """bandjax's source (every module of the package), and what else decides a traced program."""
+    """bandjax's source (every module of the package), and what else decides a compiled program."""
     import sys
     from pathlib import Path
 
@@ -164,15 +179,15 @@ def _program_digest() -> str:
     device = jax.devices()[0]
     return source_digest(Path(__file__).parent, "**/*.py",
                          (jax.__version__, jaxlib.__version__, np.__version__, sys.version,
-                          device.platform, device.device_kind))
+                          device.platform, device.device_kind, _cpu_features()))
 
 
 def kept_program(fun, options: dict, statics: tuple, args: tuple, kwargs: dict):
     """(run, out_tree) for ``fun`` at these arguments: ``run`` takes the flat leaves of the
-    arguments but the static ones, jitted with ``options``; its program is this process's, else
-    the one kept in bandjax's cache folder, else traced now and kept there. None (the caller calls
-    its own jit) where nothing is kept: the cache is off, a static argument came by position, or
-    an argument cannot be described."""
+    arguments but the static ones; its compiled program is this process's, else the one kept in
+    bandjax's cache folder, else compiled now with ``options`` and kept there. None (the caller
+    calls its own jit) where nothing is kept: the cache is off, a static argument came by position,
+    or an argument cannot be described."""
     folder = cache_folder()
     names = fun.__code__.co_varnames[:fun.__code__.co_argcount]
     if folder is None or any(name in statics for name in names[:len(args)]):
@@ -207,16 +222,15 @@ def kept_program(fun, options: dict, statics: tuple, args: tuple, kwargs: dict):
             return out
 
         try:
-            exported = jax.export.export(jax.jit(flat))(*leaves)
-        except Exception:  # noqa: BLE001 - a program export cannot hold: the caller's own jit
+            compiled = jax.jit(flat, compiler_options=options).lower(*leaves).compile()
+        except Exception:  # noqa: BLE001 - a program that cannot be compiled apart: the caller's jit
             return None
-        kept = exported, out_trees[-1]
+        kept = compiled, out_trees[-1]
         _keep(path, key, *kept)
-    exported, out_tree = kept
     while len(_LOADED) >= LOADED_KEEP:  # the oldest first: dicts keep their insertion order
         del _LOADED[next(iter(_LOADED))]
-    _LOADED[seen] = jax.jit(exported.call, compiler_options=options), out_tree
-    return _LOADED[seen]
+    _LOADED[seen] = kept
+    return kept
 
 
 def _described(x):
@@ -231,22 +245,27 @@ def _described(x):
 
 
 def _load(path, key: str):
+    from jax.experimental import serialize_executable
+
     try:
-        kept_key, blob, out_tree = pickle.loads(path.read_bytes())
+        kept_key, blob, in_tree, exec_out_tree, out_tree = pickle.loads(path.read_bytes())
         if kept_key != key:  # another program's file under this name
             return None
-        exported = jax.export.deserialize(bytearray(blob))
+        compiled = serialize_executable.deserialize_and_load(blob, in_tree, exec_out_tree)
         os.utime(path)  # recently used: kept longest
-    except Exception:  # noqa: BLE001 - absent, partial or from elsewhere: traced anew
+    except Exception:  # noqa: BLE001 - absent, partial or from elsewhere: compiled anew
         return None
-    return exported, out_tree
+    return compiled, out_tree
 
 
-def _keep(path, key: str, exported, out_tree) -> None:
+def _keep(path, key: str, compiled, out_tree) -> None:
+    from jax.experimental import serialize_executable
+
     from ._io import atomic_write_bytes
 
     try:
-        atomic_write_bytes(path, pickle.dumps((key, bytes(exported.serialize()), out_tree)))
+        blob, in_tree, exec_out_tree = serialize_executable.serialize(compiled)
+        atomic_write_bytes(path, pickle.dumps((key, blob, in_tree, exec_out_tree, out_tree)))
         trim(path.parent, "*.bin", PROGRAMS_KEEP)
-    except Exception:  # noqa: BLE001 - a cache that cannot be written is skipped
-        pass
+    except Exception:  # noqa: BLE001 - a cache that cannot be written, or a program that cannot
+        pass  # be serialised, is skipped
