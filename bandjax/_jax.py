@@ -222,7 +222,8 @@ def kept_program(fun, options: dict, statics: tuple, args: tuple, kwargs: dict):
             return out
 
         try:
-            compiled = jax.jit(flat, compiler_options=options).lower(*leaves).compile()
+            with _not_in_jax_cache():
+                compiled = jax.jit(flat, compiler_options=options).lower(*leaves).compile()
         except Exception:  # noqa: BLE001 - a program that cannot be compiled apart: the caller's jit
             return None
         kept = compiled, out_trees[-1]
@@ -231,6 +232,22 @@ def kept_program(fun, options: dict, statics: tuple, args: tuple, kwargs: dict):
         del _LOADED[next(iter(_LOADED))]
     _LOADED[seen] = kept
     return kept
+
+
+def _not_in_jax_cache():
+    """A context in which this thread's compiles are not written to JAX's persistent cache (a
+    program :func:`kept_program` keeps itself: writing it there too serialised each executable
+    twice, 0.3 s of a first report's main process); no change where this JAX has no such
+    thread-local setting."""
+    import contextlib
+    import math
+
+    try:
+        from jax._src import config as jax_config
+
+        return jax_config.persistent_cache_min_compile_time_secs(math.inf)
+    except Exception:  # noqa: BLE001 - written to both: slower, the same programs
+        return contextlib.nullcontext()
 
 
 def _described(x):

@@ -146,6 +146,36 @@ def test_a_quick_function_keeps_its_traced_program_and_reads_it_back(tmp_path, m
     assert len(kept) == 7
 
 
+def _cubed(x, n):
+    return jnp.cos(x) ** 3 * n
+
+
+def test_a_kept_program_is_written_once_not_to_jaxs_cache_too(tmp_path, monkeypatch):
+    """bandjax keeps its quick programs itself (the executable): JAX's persistent cache does not
+    get them too (each executable was serialised twice). Other compiles still go there."""
+    from jax._src import compilation_cache as cc
+
+    monkeypatch.setenv("BANDJAX_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("BANDJAX_NO_CACHE", raising=False)
+    monkeypatch.setattr(_jax, "_LOADED", {})
+    written = []
+    real_put = cc.put_executable_and_time
+    monkeypatch.setattr(cc, "put_executable_and_time",
+                        lambda key, name, *a, **k: written.append(name) or real_put(key, name, *a, **k))
+    least = jax.config.jax_persistent_cache_min_compile_time_secs
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # bandjax's (the suite: 0.2)
+    try:
+        x = np.linspace(0.0, 2.0, 7)
+        q = _jax.quick(jax.jit(_cubed, static_argnames="n"), static_argnames=("n",))
+        np.testing.assert_allclose(np.asarray(q(x, n=7.0)), np.asarray(_cubed(x, 7.0)), rtol=1e-15)
+        assert len(list((tmp_path / "programs").glob("*.bin"))) == 1
+        assert not any("flat" in name for name in written), written
+        jax.jit(lambda v: jnp.tan(v) * 11.0)(x)  # another compile in this thread: JAX keeps it
+        assert written, "JAX's own cache still takes the compiles bandjax does not keep"
+    finally:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", least)
+
+
 CHILD = """
 import jax, bandjax
 bandjax.sweep(bandwidth=[1.0, 2.0], budget=[10.0, 20.0], quantities=("step_s",))
