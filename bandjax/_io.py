@@ -241,3 +241,26 @@ class children_ignore_interrupt:
         if self._blocked:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         return False
+
+
+OURS = "results.json"  # a folder holding it is a report folder a report may replace
+
+
+def check_out(out: str | Path) -> Path:
+    """``out`` as an absolute path, or ``OSError`` if writing a report there would destroy
+    something that is not a report: a path that is not a folder, or a non-empty folder without
+    results.json."""
+    given = os.fspath(out)
+    out = Path(os.path.abspath(out))
+    if not out.name:
+        raise OSError(f"--out {given!r}: the root folder cannot hold a report; give a folder")
+    if out.is_symlink():
+        raise OSError(f"--out {given!r} is a symbolic link; give the folder itself")
+    if out.exists():
+        if not out.is_dir():
+            raise OSError(f"--out {given!r} exists and is not a folder; give a new or a report "
+                          "folder")
+        if any(out.iterdir()) and not (out / OURS).is_file():
+            raise OSError(f"--out {given!r} is a folder that holds files but no {OURS}, so it is "
+                          "not a bandjax report; give an empty, new or report folder")
+    return out

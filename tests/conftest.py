@@ -103,12 +103,12 @@ def pytest_collection_modifyitems(config, items):
 def small_shared_wan_runs():
     """Report-level tests run the shared-WAN section at a small size, in this process; the
     engine's own tests (tests/test_events*.py) check it at the sizes they need."""
-    from bandjax.report.sections import shared_wan
+    from bandjax import _wan_runs  # the section's run options (sized and started there)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(shared_wan, "SEEDS", 2)
-        mp.setattr(shared_wan, "STEPS", 20)
-        mp.setattr(shared_wan, "SCHEDULER", "inline")
+        mp.setattr(_wan_runs, "SEEDS", 2)
+        mp.setattr(_wan_runs, "STEPS", 20)
+        mp.setattr(_wan_runs, "SCHEDULER", "inline")
         yield
 
 

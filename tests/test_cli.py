@@ -255,8 +255,8 @@ def test_readme_first_command_installs_what_the_documented_api_imports():
 def test_wan_help_states_the_report_defaults(capsys):
     """`bandjax wan --help` names the report's loads and steps a run (it loads no report, so it
     states them in words; this keeps the words true)."""
-    # the values as the section's source sets them (tests/conftest.py shortens the runs)
-    source = ast.parse((ROOT / "bandjax" / "report" / "sections" / "shared_wan.py").read_text())
+    # the values as the source sets them (tests/conftest.py shortens the runs)
+    source = ast.parse((ROOT / "bandjax" / "_wan_runs.py").read_text())  # the runs' sizes
     value = {t.id: ast.literal_eval(node.value) for node in source.body
              if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)
              and t.id in ("LOADS", "STEPS")}

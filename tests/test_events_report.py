@@ -145,3 +145,44 @@ def test_section_runs_on_the_scenarios_cluster():
     r2 = shared_wan.build(sc, {"shared_wan": {**SMALL["shared_wan"], "seeds": 2, "loads": [0.0],
                                               "dcs": 2, "topology": "ring"}}).to_json()["shared_wan"]
     assert (r2["dcs"], r2["links"]) == (2, 2)
+
+
+def test_runs_started_before_the_report_loads_are_taken_by_the_section(monkeypatch):
+    """`bandjax report` starts the section's runs in worker processes before it loads jax and
+    the report (bandjax._wan_runs.start_early); the section takes those runs (not started
+    again) and gives what it gives when it starts them itself, bit for bit."""
+    from bandjax import _wan_runs
+
+    sc = bandjax.reference()
+    opts = {"steps": 20, "seeds": 2, "progress": False}
+    monkeypatch.setattr(_wan_runs, "SCHEDULER", None)  # the default: worker processes
+    itself = _json_ready(shared_wan.build(sc, {"shared_wan": dict(opts)}).to_json())
+    started = []
+    real = _wan_runs.start_runs
+    monkeypatch.setattr(_wan_runs, "start_runs", lambda *a: started.append(a) or real(*a))
+    monkeypatch.setattr(shared_wan, "start_runs", _wan_runs.start_runs)
+    ctx = {"shared_wan": dict(opts)}
+    try:
+        _wan_runs.start_early(sc, ctx)
+        early = ctx[_wan_runs.STARTED]
+        assert early["runs"] is not None and len(started) == 1
+        shared_wan.start(sc, ctx)  # what the report does first
+        assert ctx[_wan_runs.STARTED] is early and len(started) == 1  # taken, not started anew
+        got = _json_ready(shared_wan.build(sc, ctx).to_json())
+    finally:
+        shared_wan.close(ctx)
+    assert got == itself
+    # runs started for another scenario, or with other options, are stopped and not taken
+    for other, o in ((sc.replace(wan_Bps=1e9), opts), (sc, {**opts, "seeds": 3})):
+        ctx = {"shared_wan": dict(opts)}
+        _wan_runs.start_early(sc, ctx)
+        stack = ctx[_wan_runs.STARTED]["stack"]
+        closed = []
+        stack.callback(closed.append, True)
+        ctx["shared_wan"] = dict(o)
+        assert _wan_runs.adopt(other, ctx) is None
+        assert closed == [True] and _wan_runs.STARTED not in ctx
+    # inline runs (the tests' small reports) are not started early: the section runs them
+    ctx = {"shared_wan": {**opts, "scheduler": "inline"}}
+    _wan_runs.start_early(sc, ctx)
+    assert _wan_runs.STARTED not in ctx

@@ -38,7 +38,7 @@ def _progress(out: str):
     return section
 
 
-ENGINE_BUDGET_S = 60.0  # the report's shared_wan.BUDGET_S (a test keeps the two equal)
+ENGINE_BUDGET_S = 60.0  # the report's bandjax._wan_runs.BUDGET_S (a test keeps the two equal)
 
 
 def _sections_args(p) -> None:
@@ -58,8 +58,25 @@ def _sections_args(p) -> None:
 def _sections_ctx(args) -> dict:
     """The report's ctx from ``--sections``, ``--skip`` and ``--engine-budget-s``, each checked
     before any work (a ValueError naming the option and the value as typed)."""
+    ctx = _budget_ctx(args)
+    ctx.update(_keys_ctx(args))
+    return ctx
+
+
+def _budget_ctx(args) -> dict:
+    """``--engine-budget-s`` checked (no jax, no report loaded): the runs' ctx."""
     import math
 
+    b = args.engine_budget_s
+    if b is None:
+        return {}
+    if not (math.isfinite(b) and 0 < b <= 86400):
+        raise ValueError(f"--engine-budget-s {sig(b)}: must be a number of seconds in (0, 86400]")
+    return {"shared_wan": {"budget_s": b}}
+
+
+def _keys_ctx(args) -> dict:
+    """``--sections`` and ``--skip`` checked against the report's sections."""
     from ..report import check_section_keys, section_keys
 
     ctx: dict = {}
@@ -72,30 +89,37 @@ def _sections_ctx(args) -> dict:
             given = f"--sections {' '.join(args.sections)} with " if args.sections else ""
             raise ValueError(f"{given}--skip {' '.join(args.skip)}: leaves no section to build; "
                              "skip fewer sections")
-    b = args.engine_budget_s
-    if b is not None:
-        if not (math.isfinite(b) and 0 < b <= 86400):
-            raise ValueError(f"--engine-budget-s {sig(b)}: must be a number of seconds in (0, 86400]")
-        ctx["shared_wan"] = {"budget_s": b}
     return ctx
 
 
 def _report(args) -> int:
-    from ..report import check_out, write
-
     import json
 
-    from ..report.sections.headline import lines
+    from .. import _wan_runs
+    from .._io import check_out
 
-    # no jax yet: a bad scenario or output folder is told at once, in one line
+    # no jax yet: a bad scenario, output folder or budget is told at once, in one line
     sc = load_scenario(args)
     check_out(args.out)
-    ctx = _sections_ctx(args)
+    ctx = _budget_ctx(args)
+    chosen = args.sections is not None or bool(args.skip)
+    if chosen:  # checked against the report's sections (which loads them) before any work
+        ctx.update(_keys_ctx(args))
     if args.quiet:
         ctx["shared_wan"] = {**ctx.get("shared_wan", {}), "progress": False}
     else:
         ctx["progress"] = _progress(args.out)
-    paths = write(args.out, sc, ctx=ctx)
+    try:
+        if not chosen:
+            # the engine's runs start now, in worker processes, while this one loads jax,
+            # xarray and altair (about a second of one core)
+            _wan_runs.start_early(sc, ctx)
+        from ..report import write
+        from ..report.sections.headline import lines
+
+        paths = write(args.out, sc, ctx=ctx)
+    finally:
+        _wan_runs.stop(ctx)  # runs the report did not take (it stopped first)
     for line in lines(json.loads(paths["json"].read_text())):
         print(line)
     for p in paths.values():

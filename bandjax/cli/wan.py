@@ -69,7 +69,8 @@ def _wan(args) -> int:
     from ..queueing import accuracy, shared_wan_step_once_s as shared_wan_step_s
     from ..step import step_s
 
-    from ..report.sections.shared_wan import LOADS, STEPS, ci95, cluster_text, with_cluster
+    from .._wan_runs import LOADS, STEPS, with_cluster
+    from ..report.sections.shared_wan import ci95, cluster_text
 
     args.load = list(LOADS) if args.load is None else args.load
     args.steps = STEPS if args.steps is None else args.steps

@@ -19,7 +19,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from .._io import atomic_write_text
+from .._io import OURS, atomic_write_text, check_out
+from .._wan_runs import TEST_SIZE_ENV, small_for_tests
 from ..scenario import Scenario, reference
 from . import figure_files
 from . import sections as _sections
@@ -160,10 +161,7 @@ def markdown(results: Results | dict) -> str:
 # as `bandjax explore --results`) renames that aside folder back, and removes leftover siblings.
 _NEW = ".bandjax-new-"
 _OLD = ".bandjax-old-"
-OURS = "results.json"  # a folder holding it is a report folder `write` may replace
-_TEST_HOOK = "BANDJAX_REPORT_TEST_SIZE"
-"""Environment variable for tests that run `bandjax report` as a subprocess: "small" runs the
-shared-WAN section at 2 seeds x 20 steps in the process (as tests/conftest.py does in process)."""
+_TEST_HOOK = TEST_SIZE_ENV  # tests that run `bandjax report` as a subprocess: small runs
 
 
 def _siblings(out: Path, kind: str) -> list[Path]:
@@ -200,32 +198,6 @@ def recover(out: str | Path) -> None:
         shutil.rmtree(p, ignore_errors=True)
 
 
-def check_out(out: str | Path) -> Path:
-    """``out`` as an absolute path, or ``OSError`` if writing a report there would destroy
-    something that is not a report: a path that is not a folder, or a non-empty folder without
-    results.json."""
-    given = os.fspath(out)
-    out = Path(os.path.abspath(out))
-    if not out.name:
-        raise OSError(f"--out {given!r}: the root folder cannot hold a report; give a folder")
-    if out.is_symlink():
-        raise OSError(f"--out {given!r} is a symbolic link; give the folder itself")
-    if out.exists():
-        if not out.is_dir():
-            raise OSError(f"--out {given!r} exists and is not a folder; give a new or a report "
-                          "folder")
-        if any(out.iterdir()) and not (out / OURS).is_file():
-            raise OSError(f"--out {given!r} is a folder that holds files but no {OURS}, so it is "
-                          "not a bandjax report; give an empty, new or report folder")
-    return out
-
-
-def _report_size_hook(ctx: dict) -> None:
-    if os.environ.get(_TEST_HOOK) == "small":
-        ctx["shared_wan"] = {**ctx.get("shared_wan", {}), "seeds": 2, "steps": 20,
-                             "scheduler": "inline", "progress": False}
-
-
 def write(out: str | Path, scenario: Scenario | None = None, *,
           ctx: dict | None = None) -> dict[str, Path]:
     """Write the report (results.json, results.md and figures/) as the folder ``out``: the whole
@@ -244,7 +216,7 @@ def write(out: str | Path, scenario: Scenario | None = None, *,
     try:
         new.mkdir()
         ctx = {**(ctx or {}), "out": new}
-        _report_size_hook(ctx)
+        small_for_tests(ctx)
         results = build(scenario, ctx)
         text = json.dumps(results, indent=1, allow_nan=False)
         md = markdown(results)

@@ -33,6 +33,10 @@ import numpy as np
 
 from ... import links as _links
 from ... import variants as _v
+# the runs' sizing and start, apart so that the command line starts them before loading this
+from ..._wan_runs import (BACKGROUND_PER_S, BUDGET_S, KEY, LOAD0_GBPS, MAX_MESSAGES,  # noqa: F401
+                          MESSAGES_PER_S, STARTED, _cost_s, _mb, adopt, size_runs, start_runs,
+                          stop)
 from ...scenario import Scenario
 from .common import (HEIGHT, PADDING_PX, WIDTH, Results, Section, View, _finish, _num,
                      _variant_color, close_ahead, g3, g4, g6, short, start_ahead, take_ahead)
@@ -45,7 +49,7 @@ class SharedWan(Section):
     the queueing approximation beside them, load-0 runs that must sit on the closed forms, and a
     trace of the first steps."""
 
-    KEY: ClassVar[str] = "shared_wan"
+    KEY: ClassVar[str] = KEY  # bandjax._wan_runs.KEY: the runs are started under it
 
     seed: int
     loads: list
@@ -74,210 +78,15 @@ class SharedWan(Section):
     approx_left_out: str | None = None  # why the approximation is left out (links that differ)
 
 
-KEY = SharedWan.KEY
-
-LOADS = (0.0, 0.5, 0.9)
-
-
-SEEDS = 8  # seeds 0 .. SEEDS-1
-
-
-STEPS = 400  # steps per run
-
-
-LOAD0_GBPS = (0.5, 2.0, 12.5, 100.0, 500.0)
-
-
 TRACE_LOAD = 0.9
 
 
 BASIS = "hypothesis"
 
 
-SCHEDULER = None  # None: a LocalCluster for the report's runs; "inline": this process
-
-
-BUDGET_S = 60.0
-"""Default seconds of engine work the section may plan for (``bandjax report --budget-s``), on
-each of its workers at once (one inline). The reference scenario's runs take a few of them."""
-
-
-MESSAGES_PER_S = 2.5e5
-"""The sync's messages the engine simulates a second on one worker (each is a SimPy event; about
-3e5 measured on the reference machine, rounded down)."""
-
-
-BACKGROUND_PER_S = 1.2e6
-"""Other jobs' transfers the engine simulates a second on one worker (Lindley's recursion over
-batches; 1.4e6 to 3e6 measured, rounded down)."""
-
-
-RUN_OVERHEAD_S = 0.01
-"""Seconds a run costs beyond its link arrivals (building it, its summary)."""
-
-
-MAX_MESSAGES = 1000
-"""The most messages one sync puts on a link; a larger sync goes as larger messages (the
-approximation's change with the message size is the stated cost)."""
-
-
-MIN_STEPS = 100
-"""Steps a run keeps before its seeds are lowered below the wanted count."""
-
-
-def _options(ctx: dict) -> dict:
-    """Run sizes, overridable through ``ctx["shared_wan"]`` (loads, seeds, steps, scheduler,
-    ``budget_s``, and ``dcs`` / ``topology`` to run the section on another cluster than the
-    scenario's)."""
-    opts = {"loads": LOADS, "seeds": SEEDS, "steps": STEPS, "scheduler": SCHEDULER, "n_workers": 2,
-            "progress": True, "dcs": None, "topology": None, "budget_s": BUDGET_S}
-    opts.update(ctx.get(KEY, {}))
-    return opts
-
-
 LINKS_DIFFER = ("The queueing approximation is left out: the scenario's WAN links differ, and it "
                 "takes the links in use as identical; the event engine gives each link its own "
                 "capacity and latency.")
-
-
-def _cost_s(est: dict) -> float:
-    """Estimated seconds of one worker for a run of :func:`events.engine.estimate_events`."""
-    return est["messages"] / MESSAGES_PER_S + est["background"] / BACKGROUND_PER_S + RUN_OVERHEAD_S
-
-
-def _mb(x: float) -> str:
-    return f"{g4(x / 1e6)} MB"
-
-
-def size_runs(scenario: Scenario, ids, loads, seeds: int, steps: int, budget_s: float,
-              workers: int) -> dict:
-    """The engine runs that fit ``budget_s`` seconds on ``workers`` workers, chosen before any
-    starts: {"message_B", "steps", "seeds", "loads" (the engine's), "approx_loads" (the
-    approximation's alone), "max_sim_s", "estimated_s", "events", "notes" (sentences: what was
-    changed and why)}.
-
-    The sync's messages grow to at most :data:`MAX_MESSAGES` a link a sync. If the wanted runs
-    (``seeds`` x ``steps`` at every load and variant) cost more than the budget, steps go down to
-    :data:`MIN_STEPS` (whole rounds of H), then seeds to 2, then steps to one round; a load that
-    does not fit even then is dropped, the most costly first. The sim-time bound of each run is
-    four times its estimate (the estimate stretches a step by 1 / (1 - load), more than the
-    queue does). Each link's background is the load x that link's own bandwidth. Where the links
-    differ (:func:`bandjax.links.differ`) there is no approximation to fall back on: a dropped
-    load is then shown by neither, and ``approx_loads`` is empty.
-    """
-    from events.engine import MAX_SIM_S, estimate_events
-    from events.plan import build as plan_of, sync_every
-
-    from ... import _limits
-
-    notes = []
-    plans = {v: plan_of(scenario, v) for v in ids}
-    H = max(sync_every(scenario, v) for v in ids)
-    m0 = float(scenario.wan_message_B)
-    biggest = max(p.wan_B for p in plans.values())
-    m = max(m0, biggest / MAX_MESSAGES)
-    if m > m0:
-        plans = {v: p.__class__(**{**p.__dict__, "message_B": m}) for v, p in plans.items()}
-
-    def run_cost(load, n):  # (seconds, link arrivals, simulated s) of one run of each variant
-        ests = [estimate_events(p, load, n, math.inf) for p in plans.values()]
-        return (sum(_cost_s(e) for e in ests), sum(e["total"] for e in ests),
-                max(e["sim_s"] for e in ests))
-
-    def total(loads_, seeds_, steps_):
-        c = [run_cost(x, steps_) for x in loads_]
-        return seeds_ * sum(x[0] for x in c), seeds_ * sum(x[1] for x in c)
-
-    capacity = float(budget_s) * max(int(workers), 1)
-
-    def fits(loads_, seeds_, steps_):
-        t, e = total(loads_, seeds_, steps_)
-        return t <= capacity and e <= _limits.MAX_EVENTS
-
-    def whole(n):  # whole rounds of H where a round fits in n
-        return n // H * H if n >= H else max(n, 1)
-
-    asked_steps = int(steps)
-    # whole rounds of H, at least one: fewer steps than H would never sync
-    want_seeds, want_steps = int(seeds), max(H, asked_steps // H * H)
-    least_seeds, least_steps = min(2, want_seeds), H
-    kept = [float(x) for x in loads]
-    dropped = []
-    while kept and not fits(kept, least_seeds, least_steps):
-        worst = max(kept, key=lambda x: run_cost(x, least_steps)[0])
-        kept.remove(worst)
-        dropped.append(worst)
-    chosen_seeds, chosen_steps = want_seeds, want_steps
-    if kept and not fits(kept, want_seeds, want_steps):
-        def most_steps(n_seeds, floor):  # the most steps (whole rounds) that fit, or None
-            lo, hi = floor, want_steps
-            if not fits(kept, n_seeds, lo):
-                return None
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                lo, hi = (mid, hi) if fits(kept, n_seeds, mid) else (lo, mid)
-            return whole(hi if fits(kept, n_seeds, hi) else lo)
-
-        floor = min(max(MIN_STEPS, least_steps), want_steps)
-        chosen_steps = most_steps(want_seeds, floor)
-        if chosen_steps is None:
-            chosen_seeds = want_seeds
-            while chosen_seeds > least_seeds and chosen_steps is None:
-                chosen_seeds = max(least_seeds, chosen_seeds // 2)
-                chosen_steps = most_steps(chosen_seeds, floor)
-            if chosen_steps is None:
-                chosen_seeds = least_seeds
-                chosen_steps = most_steps(least_seeds, least_steps) or least_steps
-    if not kept:
-        chosen_seeds, chosen_steps = 0, 0
-    t, e = total(kept, chosen_seeds, chosen_steps) if kept else (0.0, 0.0)
-    sim = max([run_cost(x, chosen_steps)[2] for x in kept], default=0.0)
-    if m > m0:
-        notes.append(f"The sync's WAN messages ran at {_mb(m)} instead of the scenario's "
-                     f"{_mb(m0)}, so that a sync is at most {MAX_MESSAGES} messages a link.")
-    if want_steps != asked_steps:
-        notes.append(f"Runs of whole rounds of H = {H} steps: {want_steps} steps wanted instead "
-                     f"of {asked_steps}.")
-    if kept and (chosen_steps, chosen_seeds) != (want_steps, want_seeds):
-        notes.append(f"Runs of {chosen_steps} steps x {chosen_seeds} seeds instead of "
-                     f"{want_steps} x {want_seeds}, to fit the budget of {g6(float(budget_s))} s "
-                     f"on {max(int(workers), 1)} worker(s) (about {e:.3g} link arrivals).")
-    differ = _links.differ(scenario)
-    if dropped:
-        at = ("each link's own bandwidth" if differ
-              else f"{g6(float(scenario.wan_Bps) / 1e9)} GB/s a link")
-        notes.append(f"Load {', '.join(g6(x) for x in sorted(dropped))}: the engine would "
-                     f"need more than the budget of {g6(float(budget_s))} s even at "
-                     f"{least_steps} steps x {least_seeds} seeds (other jobs' transfers of "
-                     f"{_mb(float(scenario.background_B))} at load x {at}), "
-                     + ("and the queueing approximation assumes identical links, so this load "
-                        "is not shown." if differ else
-                        "so the queueing approximation stands alone there."))
-    return {"message_B": m, "scenario_message_B": m0, "steps": chosen_steps,
-            "seeds": chosen_seeds, "steps_wanted": asked_steps, "seeds_wanted": want_seeds,
-            "loads": kept, "approx_loads": [] if differ else sorted(dropped),
-            "budget_s": float(budget_s),
-            "workers": max(int(workers), 1), "estimated_s": t / max(int(workers), 1),
-            "events": e, "max_sim_s": max(MAX_SIM_S, 4 * sim), "notes": notes}
-
-
-def with_cluster(sc: Scenario, dcs=None, topology=None) -> Scenario:
-    """``sc`` on ``dcs`` data centres joined as ``topology`` ("ring" or "mesh"); None keeps the
-    scenario's. With per-link values K comes from the links table: ``dcs`` must then be that K."""
-    changes = {}
-    if dcs is not None and sc.links is not None:
-        if int(dcs) != sc.links.K:
-            raise ValueError(f"dcs = {dcs!r}: this scenario has per-link values for "
-                             f"{sc.links.K} DCs ({', '.join(sc.links.names)}), so K comes from its "
-                             "links table; leave dcs out or give that table another size")
-    elif dcs is not None:
-        changes["dcs"] = dcs
-    if topology is not None:
-        if topology not in _v.TOPOLOGIES:
-            raise ValueError(f"topology = {topology!r}: must be one of "
-                             f"{', '.join(map(repr, _v.TOPOLOGIES))}")
-        changes["topology"] = float(_v.TOPOLOGIES.index(topology))
-    return sc.replace(**changes) if changes else sc
 
 
 def cluster_text(sc: Scenario) -> str:
@@ -300,85 +109,28 @@ def ci95(samples) -> tuple[float, float]:
     return float(x.mean() - half), float(x.mean() + half)
 
 
-WORKER_NICE = 10
-"""The niceness of the section's engine workers in a process pool (:func:`events.runner.pool`)."""
-
-POOL_MAX_S = 60.0
-"""Planned seconds of engine work a worker (:func:`size_runs`) up to which the section's runs go to
-a plain process pool (:func:`events.runner.pool`, started in a fraction of a second) rather than a
-dask ``LocalCluster`` (seconds to start); with the default scheduler."""
-
-_STARTED = "shared_wan_started"  # ctx key of the runs started ahead by :func:`start`
-
-
 def start(scenario: Scenario, ctx: dict) -> None:
     """Size the section's engine runs and start them in worker processes, returning at once: the
     report calls this before its first section, so that the runs go on while this process
     computes the sections before this one; :func:`build` then collects them (and :func:`close`
-    stops them where the report ends first)."""
-    close(ctx)
-    ctx[_STARTED] = _start(scenario, ctx)
+    stops them where the report ends first). Runs the command line started earlier for this
+    scenario and these options (:func:`bandjax._wan_runs.start_early`) are taken as they are."""
+    close_ahead(ctx, KEY)
+    st = adopt(scenario, ctx)
+    ctx[STARTED] = _start(scenario, ctx, st)
 
 
 def close(ctx: dict) -> None:
     """Stop the runs :func:`start` began and their workers, if :func:`build` has not."""
     close_ahead(ctx, KEY)
-    started = ctx.pop(_STARTED, None)
-    if started is not None:
-        started["stack"].close()
+    stop(ctx)
 
 
-def _start(scenario: Scenario, ctx: dict) -> dict:
-    """The sized runs of :func:`build`, submitted: what the runs need and what they tell."""
-    import contextlib
-
-    import events
-    from events.engine import estimate_events
-    from events.plan import build as plan_of, sync_every
-    from events.runner import run_cache_dir, submit
-
-    o = _options(ctx)
-    scenario = with_cluster(scenario, o["dcs"], o["topology"])
-    loads = [float(x) for x in o["loads"]]
-    H = sync_every(scenario)
-    inline = o["scheduler"] == "inline"
-    workers = 1 if inline else int(o["n_workers"])
-    ids = list(scenario.ids)
-    sized = size_runs(scenario, ids, loads, int(o["seeds"]), int(o["steps"]),
-                      float(o["budget_s"]), workers)
-    at_m = scenario.replace(wan_message_B=sized["message_B"])  # the scenario the engine runs
-    run_loads, seeds = sized["loads"], list(range(sized["seeds"]))
-    # load 0 over bandwidths: a few messages a link (the step does not depend on their size there)
-    load0_sc = scenario.replace(wan_message_B=max(
-        sized["message_B"], max(plan_of(scenario, v).wan_B for v in ids) / 16))
-    load0_sim = max(estimate_events(plan_of(load0_sc.replace(wan_Bps=g * 1e9), v), 0.0, 2 * H,
-                                    math.inf)["sim_s"] for g in LOAD0_GBPS for v in ids)
-    # the closed-form approximation meanwhile, in a thread (its first call is mostly compiling)
-    start_ahead(ctx, KEY, _approximations, scenario, at_m, loads)
-    scheduler = o["scheduler"]
-    if scheduler is None and sized["estimated_s"] <= POOL_MAX_S:
-        scheduler = "processes"
-    st = {"o": o, "scenario": scenario, "loads": loads, "ids": ids, "sized": sized,
-          "at_m": at_m, "run_loads": run_loads, "seeds": seeds,
-          "stack": contextlib.ExitStack(), "runs": None, "load0": None, "error": None}
-    try:
-        # the engine's workers below this process's priority: on a machine of few cores the
-        # sections that come first keep their share, and the runs take what is left
-        where = st["stack"].enter_context(events.client(scheduler, o["n_workers"], nice=WORKER_NICE))
-        kept = run_cache_dir()  # runs done before (same engine, same task) are read back
-        if run_loads:
-            st["runs"] = submit(where, at_m, load=run_loads, seed=seeds, steps=sized["steps"],
-                                max_sim_s=sized["max_sim_s"], budget_s=float(o["budget_s"]),
-                                cache_dir=kept)
-        st["load0"] = submit(where, load0_sc, load=0.0, seed=0, bandwidth=list(LOAD0_GBPS),
-                             steps=2 * H, max_sim_s=max(events.MAX_SIM_S, 4 * load0_sim),
-                             budget_s=float(o["budget_s"]), cache_dir=kept)
-    except (ValueError, RuntimeError) as e:  # a bound the estimate missed: told by build
-        st["stack"].close()
-        st["error"] = e
-    except BaseException:
-        st["stack"].close()
-        raise
+def _start(scenario: Scenario, ctx: dict, st: dict | None = None) -> dict:
+    """The sized runs of :func:`build` (``st`` where they are started already), submitted, and the
+    queueing approximation started in a thread (its first call is mostly compiling)."""
+    st = start_runs(scenario, ctx) if st is None else st
+    start_ahead(ctx, KEY, _approximations, st["scenario"], st["at_m"], st["loads"])
     return st
 
 
@@ -406,7 +158,7 @@ def build(scenario: Scenario, ctx: dict) -> SharedWan:
                              accuracy)
     from ...metrics import step_once_s as step_s
 
-    st = ctx.pop(_STARTED, None) or _start(scenario, ctx)
+    st = ctx.pop(STARTED, None) or _start(scenario, ctx)
     o, scenario, loads, ids = st["o"], st["scenario"], st["loads"], st["ids"]
     sized, at_m, run_loads, seeds = st["sized"], st["at_m"], st["run_loads"], st["seeds"]
     notes = list(sized["notes"])
