@@ -190,8 +190,8 @@ def test_the_drawer_draws_in_a_helper_process_what_render_draws(tmp_path):
     bad = {"mark": "no such mark", "data": {"values": []}}
     with render.Drawer(tmp_path) as drawer:
         handles = [drawer.submit(s) for s in (*specs, bad)]
-        helper = drawer._proc
-        assert helper and helper.poll() is None  # started at the first figure not in the cache
+        [helper] = drawer._procs
+        assert helper.poll() is None  # started at the first figure not in the cache
         assert [h.result() for h in handles[:2]] == [render.render(s) for s in specs]
         with pytest.raises(ValueError) as drawn_there:
             handles[2].result()
@@ -203,15 +203,16 @@ def test_the_drawer_draws_in_a_helper_process_what_render_draws(tmp_path):
     # what the helper drew is in the cache: a second drawer reads it and starts no helper
     with render.Drawer(tmp_path) as drawer:
         assert [drawer.submit(s).result() for s in specs] == [render.render(s) for s in specs]
-        assert drawer._proc is None
+        assert drawer._procs is None
 
 
 def test_figures_are_drawn_here_when_the_helper_ends_early():
     spec, later = _small_spec("before"), _small_spec("after")
     with render.Drawer() as drawer:
         assert drawer.submit(spec).result() == render.render(spec)
-        drawer._proc.kill()
-        drawer._proc.wait()
+        [helper] = drawer._procs
+        helper.kill()
+        helper.wait()
         assert drawer.submit(later).result() == render.render(later)
 
 
@@ -221,8 +222,38 @@ def test_a_helper_started_ahead_and_given_nothing_is_stopped_at_once(tmp_path):
     spec = _small_spec("cached")
     render.render(spec, tmp_path)
     with render.Drawer(tmp_path, start=True) as drawer:
-        helper = drawer._proc
-        assert helper and helper.poll() is None
+        [helper] = drawer._procs
+        assert helper.poll() is None
         assert drawer.submit(spec).result() == render.render(spec)  # read from the cache
     # stopped, not waited for: it may still be starting vl-convert
     assert helper.returncode == -signal.SIGKILL
+
+
+def test_two_helpers_draw_what_render_draws_each_taking_the_next_figure_when_free(tmp_path):
+    """With two helpers each figure goes to whichever is free (a long figure holds up no other):
+    the same bytes as render here, each figure's own, whatever order they finish in; a figure
+    the one helper left holds is drawn by the other or here."""
+    specs = [_small_spec(f"figure {i}") for i in range(6)]
+    with render.Drawer(None, helpers=2) as drawer:
+        handles = [drawer.submit(s) for s in specs]
+        assert len(drawer._procs) == 2
+        assert [h.result() for h in handles] == [render.render(s) for s in specs]
+        assert len(drawer._given) == 2  # both drew
+        first, second = drawer._procs
+        first.kill()
+        first.wait()
+        more = [_small_spec(f"after {i}") for i in range(3)]
+        assert [drawer.submit(s).result() for s in more] == [render.render(s) for s in more]
+        second.kill()
+        second.wait()
+        last = _small_spec("no helper left")
+        assert drawer.submit(last).result() == render.render(last)  # drawn here
+
+
+def test_drawer_refuses_a_bad_helper_count_or_niceness():
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="helpers"):
+            render.Drawer(helpers=bad)
+    for bad in (-1, 20, 2.0, True):
+        with pytest.raises(ValueError, match="nice"):
+            render.Drawer(nice=bad)

@@ -16,7 +16,7 @@ from typing import ClassVar
 from .._io import atomic_write_bytes
 from ..scenario import Scenario
 from . import passes
-from .render import Drawer, collect, each_chart, figure_cache_dir
+from .render import Drawer, collect, each_chart, figure_cache_dir, helpers_wanted
 from .sections.common import Results, Section, _json_ready, to_spec
 
 FIGURES_DIR = "figures"
@@ -49,8 +49,8 @@ def build(scenario: Scenario, ctx: dict) -> Figures:
 
     folder = Path(out) / FIGURES_DIR
     entries = []
-    # the drawer's helper process starts up while the views are read
-    with Drawer(figure_cache_dir(), start=True) as drawer:
+    # the drawer's helper processes start up while the views are read
+    with Drawer(figure_cache_dir(), start=True, helpers=helpers_wanted()) as drawer:
         done = ctx.get("sections") or Results()
         # as a page read from results.json sees it
         results = Results.of(_json_ready(done.to_json()))

@@ -6,7 +6,6 @@ views and charts, from :data:`bandjax.report.sections.SECTIONS`.
 
 from __future__ import annotations
 
-import collections
 import hashlib
 import json
 import os
@@ -106,7 +105,7 @@ def render(spec: dict, cache_dir: Path | None = None) -> tuple[bytes, bytes]:
     return svg, png
 
 
-# The helper process of :class:`Drawer`: vl-convert alone (no bandjax, no jax), reading pickled
+# A helper process of :class:`Drawer`: vl-convert alone (no bandjax, no jax), reading pickled
 # specs on stdin and answering each on its own stdout in order. Anything else written to stdout
 # goes to stderr (discarded), a Ctrl-C is the parent's to handle, and stdin closing ends it.
 _HELPER = """
@@ -114,9 +113,14 @@ import os, pickle, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 out = os.fdopen(os.dup(1), "wb")
 os.dup2(2, 1)
-import vl_convert as vlc
 inp = sys.stdin.buffer
-vl_version, scale, warm = pickle.load(inp)
+vl_version, scale, warm, nice = pickle.load(inp)
+if nice > 0:
+    try:
+        os.nice(nice)
+    except OSError:
+        pass
+import vl_convert as vlc
 vlc.vegalite_to_svg(warm, vl_version=vl_version)
 while True:
     try:
@@ -133,28 +137,42 @@ while True:
 """
 _WARM = {"mark": "point", "data": {"values": [{"x": 1}]},
          "encoding": {"x": {"field": "x", "type": "quantitative"}}}
-_GONE = object()  # the reply of a helper that ended
+_GONE = object()  # the reply where no helper drew it: drawn in this process
+
+
+def helpers_wanted() -> int:
+    """Helper processes a report draws its figures with: two where the machine has two cores or
+    more (10 figures: 1.7 s of vl-convert one after another), else one."""
+    return 2 if (os.cpu_count() or 1) >= 2 else 1
 
 
 class Drawer:
-    """:func:`render` for many specs, drawn in a helper process while the caller builds the next
+    """:func:`render` for many specs, drawn in helper processes while the caller builds the next
     ones (vl-convert holds the interpreter lock while it draws, so a thread would not overlap).
 
     ``submit(spec)`` returns a handle whose ``result()`` is what ``render(spec, cache_dir)``
     returns, or raises what it raises (a ``ValueError`` from vl-convert naming the failure). A
-    figure in the cache is read at once; the helper starts at the first one that is not, or at
-    once with ``start`` (vl-convert's own start-up, about 0.4 s, then overlaps what the caller
-    does before its first figure; a helper given nothing to draw is stopped without waiting).
-    Where no helper can start, or it ends early, the rest are drawn in this process: the same
-    bytes. Use it as a context manager; leaving it stops the helper."""
+    figure in the cache is read at once. ``helpers`` processes start at the first figure that is
+    not, or at once with ``start`` (vl-convert's own start-up, about 0.4 s, then overlaps what the
+    caller does before its first figure; a helper given nothing to draw is stopped without
+    waiting); each takes the next figure as it finishes one, so a long figure does not hold up
+    the others. ``nice`` (0 to 19) lowers the helpers' priority below the caller's. Where no helper
+    can start, or they all end early, the rest are drawn in this process: the same bytes. Use it
+    as a context manager; leaving it stops the helpers."""
 
-    def __init__(self, cache_dir: Path | None = None, start: bool = False):
+    def __init__(self, cache_dir: Path | None = None, start: bool = False, helpers: int = 1,
+                 nice: int = 0):
+        if isinstance(helpers, bool) or not isinstance(helpers, int) or helpers < 1:
+            raise ValueError(f"helpers = {helpers!r}: must be a whole number >= 1")
+        if isinstance(nice, bool) or not isinstance(nice, int) or not 0 <= nice <= 19:
+            raise ValueError(f"nice = {nice!r}: must be a whole number in 0 .. 19")
         self.cache_dir = cache_dir
-        self._proc = None  # None: not started; False: none to start
-        self._used = False  # a spec was sent to the helper
-        self._sent: collections.deque = collections.deque()  # handles awaiting the helper
-        self._replies: queue.Queue = queue.Queue()
-        self._outbox: queue.Queue = queue.Queue()
+        self.helpers, self.nice = helpers, nice
+        self._procs: list | None = None  # None: not started; []: none could start
+        self._given: set = set()  # helpers given a figure (the others are stopped at once)
+        self._todo: queue.Queue = queue.Queue()  # handles to draw, taken by a free helper
+        self._lock = threading.Lock()
+        self._alive = 0  # helpers still serving
         self._threads: list[threading.Thread] = []
         if start:
             self._start()
@@ -172,75 +190,82 @@ class Drawer:
         hit = _cache_read(self.cache_dir, key) if key is not None else None
         handle = _Handle(self, spec, key, hit)
         if hit is None and self._start():
-            self._sent.append(handle)
-            self._used = True
-            self._outbox.put(pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL))
             handle.remote = True
+            with self._lock:
+                if self._alive:
+                    self._todo.put(handle)
+                else:  # every helper ended: drawn here
+                    handle._reply(_GONE)
         return handle
 
     def _start(self) -> bool:
-        if self._proc is None:
+        if self._procs is None:
+            self._procs = []
             if not sys.executable:  # an embedded interpreter: nothing to start
-                self._proc = False
                 return False
-            try:
-                self._proc = subprocess.Popen([sys.executable, "-c", _HELPER],
-                                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                              stderr=subprocess.DEVNULL)
-            except OSError:
-                self._proc = False
-                return False
-            self._outbox.put(pickle.dumps((vl_version(), PNG_SCALE, _WARM)))
-            self._threads = [threading.Thread(target=self._write, args=(self._proc.stdin,),
-                                              daemon=True),
-                             threading.Thread(target=self._read, args=(self._proc.stdout,),
-                                              daemon=True)]
-            for t in self._threads:
-                t.start()
-        return bool(self._proc)
+            for _ in range(self.helpers):
+                try:
+                    proc = subprocess.Popen([sys.executable, "-c", _HELPER],
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            stderr=subprocess.DEVNULL)
+                except OSError:
+                    break
+                self._procs.append(proc)
+                self._alive += 1
+                thread = threading.Thread(target=self._serve, args=(proc,), daemon=True)
+                self._threads.append(thread)
+                thread.start()
+        return bool(self._procs)
 
-    def _write(self, pipe) -> None:
+    def _serve(self, proc) -> None:
+        """Give ``proc`` the next figure each time it is free, and its reply to the figure's
+        handle; when it ends, a figure it held is drawn by the caller (and, the last to end,
+        every figure still waiting)."""
+        handle = None
         try:
-            while (data := self._outbox.get()) is not None:
-                pipe.write(data)
-                pipe.flush()
-        except OSError:  # the helper ended; its handles are drawn here
-            pass
+            proc.stdin.write(pickle.dumps((vl_version(), PNG_SCALE, _WARM, self.nice)))
+            proc.stdin.flush()
+            while (handle := self._todo.get()) is not None:
+                self._given.add(proc)
+                proc.stdin.write(pickle.dumps(handle.spec, protocol=pickle.HIGHEST_PROTOCOL))
+                proc.stdin.flush()
+                handle._reply(pickle.load(proc.stdout))
+                handle = None
+        except Exception:  # noqa: BLE001 - EOF, a cut reply or a closed pipe: the helper ended
+            if handle is not None:
+                handle._reply(_GONE)
         finally:
-            _close(pipe)
-
-    def _read(self, pipe) -> None:
-        try:
-            while True:
-                self._replies.put(pickle.load(pipe))
-        except Exception:  # noqa: BLE001 - EOF or a cut reply: the helper ended
-            self._replies.put(_GONE)
-        finally:
-            _close(pipe)
-
-    def _wait(self, handle: _Handle) -> None:
-        """Take the helper's replies, in the order sent, until ``handle`` has its own."""
-        while handle.reply is None:
-            reply = self._replies.get()
-            if reply is _GONE:  # every handle still waiting is drawn here
-                self._replies.put(_GONE)
-            self._sent.popleft().reply = reply
+            _close(proc.stdin)
+            _close(proc.stdout)
+            with self._lock:
+                self._alive -= 1
+                last = self._alive == 0
+            while last:  # no helper left: what waits is drawn by the caller
+                try:
+                    waiting = self._todo.get_nowait()
+                except queue.Empty:
+                    break
+                if waiting is not None:
+                    waiting._reply(_GONE)
 
     def close(self, kill: bool = False) -> None:
-        """Stop the helper: at once with ``kill``, else after it has read the end of its input."""
-        if not self._proc:
+        """Stop the helpers: at once with ``kill`` (or a helper given nothing), else after each
+        has read the end of its input."""
+        if not self._procs:
             return
-        self._outbox.put(None)
-        try:
-            if kill or not self._used:
-                self._proc.kill()
-            self._proc.wait(timeout=None if kill else 10)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
-        for t in self._threads:  # each closes its pipe as the helper's end closes
+        for _ in self._procs:
+            self._todo.put(None)
+        for proc in self._procs:
+            try:
+                if kill or proc not in self._given:
+                    proc.kill()
+                proc.wait(timeout=None if kill else 10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for t in self._threads:  # each closes its pipes as its helper ends
             t.join(timeout=10)
-        self._proc = False
+        self._procs = []
 
 
 def _close(pipe) -> None:
@@ -257,12 +282,20 @@ class _Handle:
         self.drawer, self.spec, self.key = drawer, spec, key
         self.reply = hit  # (svg, png); (error type, message); _GONE
         self.remote = False
+        self._done = threading.Event()
+        if hit is not None:
+            self._done.set()
+
+    def _reply(self, reply) -> None:
+        self.reply = reply
+        self._done.set()
 
     def result(self) -> tuple[bytes, bytes]:
-        if self.reply is None and self.remote:
-            self.drawer._wait(self)
+        if self.remote:
+            self._done.wait()
         if self.reply is None or self.reply is _GONE:  # drawn here, as render does
             self.reply = render(self.spec, self.drawer.cache_dir)
+            self.remote = False
             return self.reply
         first, second = self.reply
         if isinstance(first, str):
