@@ -34,7 +34,7 @@ from bandjax.links import Links
 from bandjax.scenario import Scenario, reference
 from bandjax.sweepargs import parse
 
-from . import engine
+from . import _worker, engine
 from .plan import build
 
 QUANTITIES = ("step_s", "step_p50_s", "step_p95_s", "step_p99_s", "wan_utilisation",
@@ -292,20 +292,6 @@ def _check_workers(n_workers) -> None:
         raise ValueError(f"n_workers = {n_workers!r}: must be a whole number >= 1")
 
 
-def _worker_start(nice: int = 0) -> None:
-    """A pool worker's start: a Ctrl-C at the terminal is the command's to answer; ``nice``
-    lowers the worker's priority (``os.nice``) where above 0."""
-    import os
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if nice > 0:
-        try:
-            os.nice(nice)
-        except OSError:  # not allowed here: the worker runs at its parent's priority
-            pass
-
-
 @contextlib.contextmanager
 def pool(n_workers: int = 2, *, nice: int = 0):
     """A pool of ``n_workers`` local processes for engine runs, without dask: started in a
@@ -325,7 +311,7 @@ def pool(n_workers: int = 2, *, nice: int = 0):
         raise ValueError(f"nice = {nice!r}: must be a whole number in 0 .. 19")
     executor = concurrent.futures.ProcessPoolExecutor(
         max_workers=n_workers, mp_context=multiprocessing.get_context("spawn"),
-        initializer=functools.partial(_worker_start, nice))
+        initializer=functools.partial(_worker.start, nice))
     try:
         yield executor
     finally:
