@@ -24,7 +24,7 @@ import numpy as np
 from . import breakeven as _be
 from .parameters import with_parameters
 from .scenario import Scenario
-from .step import step_s
+from .metrics import time_to_target_s
 
 __all__ = ["budget_elasticities", "crossing_elasticities", "elasticities"]
 
@@ -74,14 +74,16 @@ def crossing_elasticities(sc: Scenario, ia, ib, steps_a, steps_b, lo, hi, k=0, *
 @partial(jax.jit, static_argnames=("k", "names"))
 def _field_elasticities(sc: Scenario, ia, ib, steps_a, steps_b, x, k: int, names: tuple):
     """d log x* / d log p at known crossings ``x`` (..., max_roots) of the search over parameter
-    number ``k`` (static), for each parameter p of ``names`` (static), by the implicit function
-    theorem at the root:
+    number ``k`` (static; the WAN's bandwidth ``wan_Bps`` too), for each parameter p of ``names``
+    (static), by the implicit function theorem at the root:
 
         e_p = -(dr/dz_p) / (dr/du),   u = log x*,  z_p = log p
 
-    with r the residual of :func:`bandjax.breakeven.field_crossings`. The same derivative the
-    search's own implicit step gives (0 where dr/du is 0 or not finite), without compiling the
-    search a second time. Shape (..., max_roots, len(names)); NaN where x is not a number.
+    with r the residual of :func:`bandjax.breakeven.field_crossings`: the log ratio of the two
+    times to target (a step / ETTR; on sites that differ, over the throughput). The same
+    derivative the search's own implicit step gives (0 where dr/du is 0 or not finite), without
+    compiling the search a second time. Shape (..., max_roots, len(names)); NaN where x is not a
+    number.
     """
     theta = (sc, jnp.asarray(steps_a, dtype=float), jnp.asarray(steps_b, dtype=float))
     searched = _be.parameters(sc)[k]
@@ -92,7 +94,7 @@ def _field_elasticities(sc: Scenario, ia, ib, steps_a, steps_b, x, k: int, names
 
     def residual(u, z):  # u: (...,) one crossing per point; z[-1] moves u, z[:-1] the parameters
         sc_x, na, nb = _be.with_parameter_at(_scaled(theta, names, z[:-1]), k, jnp.exp(u + z[-1]))
-        s = step_s(sc_x)
+        s = time_to_target_s(sc_x, 1.0)  # a step / ETTR, as the search's residual
         return jnp.log(na * _be._pick(s, ia)) - jnp.log(nb * _be._pick(s, ib))
 
     def one_root(u):
@@ -113,7 +115,10 @@ quick_crossing_elasticities = _jax.quick(crossing_elasticities,
                                          static_argnames=("k", "bandwidth", "grid", "max_roots",
                                                           "general"))
 """:func:`crossing_elasticities` compiled for a call made once (:func:`bandjax._jax.quick`)."""
-_quick_field = _jax.quick(_field_elasticities, static_argnames=("k", "names"))
+quick_elasticities_at = _jax.quick(_field_elasticities, static_argnames=("k", "names"))
+""":func:`_field_elasticities` (the elasticities at crossings already found) compiled for a call
+made once (:func:`bandjax._jax.quick`): the report's and :func:`elasticities`'s, over the WAN's
+bandwidth as over any other parameter."""
 
 
 def elasticities(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
@@ -140,14 +145,9 @@ def elasticities(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
     ia, ib = sc.ids.index(result.a), sc.ids.index(result.b)
     k = every.index(result.parameter)
     sc = _be.table_as_data(sc)  # a new table of the same K: the same programs
-    if result.parameter == "wan_Bps":
-        jac = np.asarray(quick_crossing_elasticities(
-            sc, ia, ib, result.steps_a, result.steps_b, result.lo, result.hi, k, bandwidth=True,
-            grid=grid, max_roots=result.x.shape[-1], general=_be.needs_general_search(sc)))
-        return result, {n: jac[..., every.index(n)] for n in names}
     # at the crossings found, for the parameters asked: the search is not compiled again
-    jac = np.asarray(_quick_field(sc, ia, ib, result.steps_a, result.steps_b, result.x,
-                                         k, names))
+    jac = np.asarray(quick_elasticities_at(sc, ia, ib, result.steps_a, result.steps_b, result.x,
+                                           k, names))
     return result, {n: jac[..., i] for i, n in enumerate(names)}
 
 

@@ -184,3 +184,37 @@ def test_inverse_searches_at_once_give_each_search_alone_bit_for_bit():
         if c.status == "found":
             assert c.required in xs[np.isfinite(xs)].tolist()
     assert {c.status for c in changes} >= {"found"}
+
+
+_B = np.full((3, 3), 12.5e9)
+_B[0, 1] = 6.0e9  # one slower link, one farther: a mesh whose pacing link changes with B
+_L = np.zeros((3, 3))
+_L[1, 2] = 2e-3
+
+
+@pytest.mark.parametrize("sc", [REF, REF.replace(straggler=2.0, straggler_s=0.5),
+                                REF.replace(dcs=3.0, topology=1.0),
+                                REF.replace(topology="mesh").with_links(_B, _L)],
+                         ids=["reference", "stragglers", "mesh", "links"])
+def test_bandwidth_elasticities_at_the_roots_are_those_through_the_search(sc):
+    """`elasticities` (and the report) take the implicit function theorem at the crossings the
+    search found (sensitivity.quick_elasticities_at), where they once differentiated through a
+    second search (sensitivity.crossing_elasticities, kept as the reference here): the same
+    derivatives of every pair, within 1e-10 relative (1e-13 absolute where one is near 0)."""
+    names = tuple(be.parameters(sc))
+    a = sc.ids
+    pairs = [(x, y) for i, x in enumerate(a) for y in a[i + 1:]]
+    ia = np.array([a.index(x) for x, _ in pairs])
+    ib = np.array([a.index(y) for _, y in pairs])
+    na = np.array([sc.steps_of(x, float(sc.enob), "hypothesis") for x, _ in pairs])
+    nb = np.array([sc.steps_of(y, float(sc.enob), "hypothesis") for _, y in pairs])
+    c = be.bandwidth_crossings(sc, ia, ib, na, nb, 0.1e9, 1000e9)
+    sd = be.table_as_data(sc)
+    through = np.asarray(sensitivity.crossing_elasticities(
+        sd, ia, ib, na, nb, 0.1e9, 1000e9, max_roots=c.x.shape[-1],
+        general=be.needs_general_search(sc)))
+    at = np.asarray(sensitivity.quick_elasticities_at(sd, ia, ib, na, nb, np.asarray(c.x),
+                                                      names.index("wan_Bps"), names))
+    assert np.isfinite(np.asarray(c.x)).sum() >= 5  # crossings to compare
+    np.testing.assert_array_equal(np.isnan(at), np.isnan(through))
+    np.testing.assert_allclose(at, through, rtol=1e-10, atol=1e-13)

@@ -149,10 +149,18 @@ def _all_pairs(sc: Scenario, budgets):
     lo, hi = (g * 1e9 for g in be.BANDWIDTH_RANGE_GBps)
     c = jax.tree.map(np.asarray, be.all_bandwidth_crossings(sc.replace(budget_FLOPs=every), ia, ib,
                                                            na, nb, lo, hi))
-    jac = np.asarray(sens.quick_crossing_elasticities(sc, ia, ib, na, nb, lo, hi,
-                                                      max_roots=c.x.shape[-1],
-                                                      general=be.needs_general_search(sc)))
+    # at the crossings of the scenario's own budget (the first row): the search is not run again
+    every_p = tuple(be.parameters(sc))
+    jac = np.asarray(sens.quick_elasticities_at(be.table_as_data(sc), ia, ib, na, nb, c.x[0],
+                                                every_p.index("wan_Bps"), every_p))
     return ps, c, jac
+
+
+def _by_size(item) -> float:
+    """The sort key of a (parameter, elasticity) pair, largest first: magnitudes equal to 12
+    significant digits (a's and b's steps move a break-even equally and oppositely) keep the
+    parameters' order, so a derivative's last bits do not reorder the table."""
+    return -float(f"{abs(item[1]):.12g}")
 
 
 def _entry(a, b, basis, c, index) -> dict:
@@ -216,7 +224,7 @@ def build(scenario: Scenario, ctx: dict) -> BreakEvens:
             values = {n: float(jac[p, k, be.PARAMETERS.index(n)]) + 0.0 for n in names}
             sensitivity.append({
                 "quantity": "bandwidth_break_even", "a": a, "b": b, "basis": basis, "GBps": x,
-                "elasticity": dict(sorted(values.items(), key=lambda kv: -abs(kv[1])))})
+                "elasticity": dict(sorted(values.items(), key=_by_size))})
 
     by_budget = []
     for p, (a, b, basis) in enumerate(ps):
@@ -225,7 +233,7 @@ def build(scenario: Scenario, ctx: dict) -> BreakEvens:
                 by_budget.append({**_entry(a, b, basis, cb, (i + 1, p)), "budget": label})
 
     budget = dict(budget)
-    budget["elasticity"] = {n: v + 0.0 for n, v in sorted(budget_elast.items(), key=lambda kv: -abs(kv[1]))}
+    budget["elasticity"] = {n: v + 0.0 for n, v in sorted(budget_elast.items(), key=_by_size)}
     sensitivity.append({"quantity": "budget_break_even", "GFLOPs": budget["numeric_GFLOPs"],
                         "elasticity": budget["elasticity"]})
 
@@ -602,7 +610,7 @@ def _sensitivity_table(sens) -> tuple[dict, list[str]] | None:
     for s in sens:
         # below 1e-9 % per % is rounding (a parameter the break-even does not depend on)
         el = {k: float(v) for k, v in s["elasticity"].items() if v is not None and abs(float(v)) > 1e-9}
-        order = sorted(el, key=lambda k: -abs(el[k]))
+        order = [k for k, _ in sorted(el.items(), key=_by_size)]
         hw = [k for k in order if k in FIELDS and FIELDS[k][0] in HARDWARE_GROUPS]
         if s.get("quantity") == "budget_break_even":
             what, at = "budget where compute stops binding", f"{g4(float(s['GFLOPs']))} GFLOP/s"
