@@ -157,21 +157,31 @@ def _is_energy(name: str) -> bool:
     return name in FIELDS and FIELDS[name][0] == "energy"
 
 
-def _log_budget_jacobian(sc: Scenario, z, lo_FLOPs, hi_FLOPs, names: tuple[str, ...]):
-    """d log(budget break-even) / d log(each of ``names``) at z = 0, and the log break-even."""
+@partial(jax.jit, static_argnames=("names",))
+def _budget_elasticities_at(sc: Scenario, x, names: tuple[str, ...]):
+    """d log(budget break-even) / d log(each of ``names``) at the break-even ``x`` (FLOP/s) found
+    by :func:`bandjax.breakeven.budget_break_even_search`, by the implicit function theorem on its
+    residual r (log compute stage - log the slowest other stage):
+
+        e_p = -(dr/dz_p) / (dr/du),   u = log x,  z_p = log p
+
+    0 where dr/du is 0 or not finite, NaN where x is not a number: the search's own implicit
+    step, without differentiating through a second search."""
     theta = (sc, jnp.asarray(1.0), jnp.asarray(1.0))
+    u = jnp.log(jnp.asarray(x, dtype=float))
 
-    def log_budget(z):
-        sc_z, _, _ = _scaled(theta, names, z)
-        c = _be.budget_break_even_search(sc_z, lo_FLOPs, hi_FLOPs)
-        x = jnp.log(c.x[..., 0])
-        return x, x
+    def residual(z):  # z[:-1] scale the parameters, z[-1] moves u
+        sc_z, _, _ = _scaled(theta, names, z[:-1])
+        return _be._budget_residual(jnp.exp(u + z[-1]), sc_z)
 
-    return jax.jacfwd(log_budget, has_aux=True)(z)
+    jac = jax.jacfwd(residual)(jnp.zeros(len(names) + 1))
+    r_z, r_u = jac[..., :-1], jac[..., -1]
+    safe = jnp.isfinite(r_u) & (r_u != 0)
+    e = jnp.where(safe[..., None], -r_z / jnp.where(safe, r_u, 1.0)[..., None], 0.0)
+    return jnp.where(jnp.isfinite(u)[..., None], e, jnp.nan)
 
 
-_quick_log_budget = _jax.quick(jax.jit(_log_budget_jacobian, static_argnames=("names",)),
-                               static_argnames=("names",))
+_quick_budget_at = _jax.quick(_budget_elasticities_at, static_argnames=("names",))
 
 
 def budget_elasticities(sc: Scenario, parameters=None, lo_GFLOPs: float = 1e-3,
@@ -182,10 +192,10 @@ def budget_elasticities(sc: Scenario, parameters=None, lo_GFLOPs: float = 1e-3,
 
     names = tuple(parameters) if parameters is not None else tuple(
         n for n in FIELDS if n != "budget_FLOPs" and not _is_energy(n) and n not in _be.DISCRETE)
-    # the value and its derivatives in one compiled call, kept between processes; the module's
-    # stages do not read the links: one program for every table
-    jac, log_value = _quick_log_budget(dataclasses.replace(sc, links=None), jnp.zeros(len(names)), lo_GFLOPs * 1e9, hi_GFLOPs * 1e9,
-                                       names=names)
-    value = float(np.exp(np.asarray(log_value)))
-    jac = np.asarray(jac)
-    return value, {n: float(jac[..., i]) for i, n in enumerate(names)}
+    # the module's stages do not read the links: one program for every table. The break-even is
+    # budget_break_even's own search (one program for both), its derivatives taken at the root
+    sc = dataclasses.replace(sc, links=None)
+    c = _be._quick_budget(sc, lo_GFLOPs * 1e9, hi_GFLOPs * 1e9)
+    x = np.asarray(c.x)[..., 0]
+    jac = np.asarray(_quick_budget_at(sc, x, names=names))
+    return float(x), {n: float(jac[..., i]) for i, n in enumerate(names)}

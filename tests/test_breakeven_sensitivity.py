@@ -218,3 +218,27 @@ def test_bandwidth_elasticities_at_the_roots_are_those_through_the_search(sc):
     assert np.isfinite(np.asarray(c.x)).sum() >= 5  # crossings to compare
     np.testing.assert_array_equal(np.isnan(at), np.isnan(through))
     np.testing.assert_allclose(at, through, rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("changes", [{}, {"budget_FLOPs": 5e11, "optics_Sps": 3e9},
+                                     {"qsfp_port_Bps": 40e9, "params": 2e9}],
+                         ids=["reference", "budget", "ports"])
+def test_budget_elasticities_at_the_root_are_those_through_the_search(changes):
+    """budget_elasticities takes the implicit function theorem at budget_break_even's own root;
+    the reference here differentiates through a second search (as it once did, jax.jacfwd of
+    log x* with every parameter scaled): the same elasticities within 1e-12 (1e-15 absolute
+    near 0) and the same break-even, bit for bit."""
+    import dataclasses
+
+    sc = dataclasses.replace(REF.replace(**changes), links=None)
+    value, e = sensitivity.budget_elasticities(sc)
+    names = tuple(e)
+    theta = (sc, 1.0, 1.0)
+
+    def log_root(z):
+        sc_z, _, _ = sensitivity._scaled(theta, names, z)
+        return jax.numpy.log(be.budget_break_even_search(sc_z, 1e6, 1e18).x[..., 0])
+
+    through = np.asarray(jax.jit(jax.jacfwd(log_root))(jax.numpy.zeros(len(names))))
+    assert value / 1e9 == be.budget_break_even(sc)["numeric_GFLOPs"]  # the same search
+    np.testing.assert_allclose([e[n] for n in names], through, rtol=1e-12, atol=1e-15)
