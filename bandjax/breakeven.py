@@ -843,7 +843,7 @@ def break_even(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
         if parameter == "wan_Bps":
             c = _quick_bandwidth(data, ia, ib, *steps, lo, hi, grid=grid, max_roots=max_roots)
         else:
-            c = _quick_field(data, ia, ib, *steps, lo, hi, parameters(sc).index(parameter),
+            c = _quick_field(data, ia, ib, *steps, lo, hi, k=parameters(sc).index(parameter),
                              grid=grid, max_roots=max_roots, straggles=may_straggle(sc))
         most = _most_roots(c)
         if most <= max_roots:

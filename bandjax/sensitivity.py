@@ -147,7 +147,7 @@ def elasticities(sc: Scenario, a: str, b: str, *, over: str = "bandwidth",
     sc = _be.table_as_data(sc)  # a new table of the same K: the same programs
     # at the crossings found, for the parameters asked: the search is not compiled again
     jac = np.asarray(quick_elasticities_at(sc, ia, ib, result.steps_a, result.steps_b, result.x,
-                                           k, names))
+                                           k=k, names=names))
     return result, {n: jac[..., i] for i, n in enumerate(names)}
 
 

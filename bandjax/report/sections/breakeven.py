@@ -152,7 +152,7 @@ def _all_pairs(sc: Scenario, budgets):
     # at the crossings of the scenario's own budget (the first row): the search is not run again
     every_p = tuple(be.parameters(sc))
     jac = np.asarray(sens.quick_elasticities_at(be.table_as_data(sc), ia, ib, na, nb, c.x[0],
-                                                every_p.index("wan_Bps"), every_p))
+                                                k=every_p.index("wan_Bps"), names=every_p))
     return ps, c, jac
 
 
