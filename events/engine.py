@@ -848,6 +848,12 @@ def _trace(st: dict, plan: Plan, start: float, points: int) -> dict:
             "step_end_ms": [(x - start) * 1e3 for x in st["step_ends"]]}
 
 
+def seed_free(plan: Plan, load: float) -> bool:
+    """Whether a run of ``plan`` at ``load`` is the same at every seed: the seed draws only other
+    jobs' transfers (none at load 0) and the per-DC step factors (:attr:`Plan.per_dc`)."""
+    return float(load) == 0.0 and not plan.per_dc
+
+
 def run_summary(plan: Plan, load: float, seed: int, steps: int,
                 max_sim_s: float = MAX_SIM_S) -> dict:
     """One run without its trace, as :meth:`RunResult.summary` (what a sweep's worker returns;

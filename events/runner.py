@@ -353,8 +353,37 @@ async def _probe(address: str, timeout_s: float) -> None:
 
 def _execute(tasks: list, scheduler, n_workers: int, progress: bool) -> list[dict]:
     """Run every task, in order of ``tasks``; a progress bar counts runs done."""
+    runs, index = _distinct(tasks)
     with client(scheduler, n_workers) as c:
-        return _gather(_submit(tasks, c), len(tasks), progress)
+        return _spread(_gather(_submit(runs, c), len(runs), progress), tasks, index)
+
+
+def _distinct(tasks: list) -> tuple[list, list[int]]:
+    """The runs to start for ``tasks``, and for each task the index of the run whose summary is
+    its own: tasks that differ only in the seed share one run where the seed changes nothing
+    (:func:`events.engine.seed_free`: no other jobs' traffic, nothing drawn), as the load-0
+    runs of a sweep over seeds do."""
+    runs, index, first = [], [], {}
+    for t in tasks:
+        plan, load, _, steps, max_sim_s = t
+        key = (id(plan), load, steps, max_sim_s) if engine.seed_free(plan, load) else None
+        if key is not None and key in first:
+            index.append(first[key])
+            continue
+        if key is not None:
+            first[key] = len(runs)
+        index.append(len(runs))
+        runs.append(t)
+    return runs, index
+
+
+def _spread(summaries: list[dict], tasks: list, index: list[int]) -> list[dict]:
+    """Each task's summary from its run's (:func:`_distinct`), under its own seed."""
+    out = []
+    for t, i in zip(tasks, index):
+        s = summaries[i]
+        out.append(s if s["seed"] == t[2] else {**s, "seed": t[2]})
+    return out
 
 
 def _submit(tasks: list, where):
@@ -477,12 +506,16 @@ class Pending:
     dataset :func:`sweep` would give."""
 
     def __init__(self, job: _Job, futures: list, kept: list | None = None,
-                 cache: _RunCache | None = None):
+                 cache: _RunCache | None = None, todo: tuple | None = None):
         self._job, self._futures, self._cache = job, futures, cache
         self._kept = [None] * len(job.tasks) if kept is None else kept
+        # the tasks not kept, and the index of each one's run among futures (_distinct)
+        self._todo, self._index = todo if todo is not None else (list(job.tasks),
+                                                                 list(range(len(job.tasks))))
 
     def result(self, progress: bool = True) -> xr.Dataset:
-        fresh = iter(_gather(self._futures, len(self._futures), progress))
+        fresh = iter(_spread(_gather(self._futures, len(self._futures), progress), self._todo,
+                             self._index))
         ran = [i for i, k in enumerate(self._kept) if k is None]
         summaries = [k if k is not None else next(fresh) for k in self._kept]
         if self._cache is not None:
@@ -505,4 +538,5 @@ def submit(where, scenario: Scenario | None = None, *, load=0.0, seed=0, steps: 
     cache = None if cache_dir is None else _RunCache(cache_dir)
     kept = [None if cache is None else cache.get(t) for t in job.tasks]
     todo = [t for t, k in zip(job.tasks, kept) if k is None]
-    return Pending(job, _submit(todo, where) if todo else [], kept, cache)
+    runs, index = _distinct(todo)
+    return Pending(job, _submit(runs, where) if runs else [], kept, cache, (todo, index))
