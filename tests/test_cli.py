@@ -385,3 +385,25 @@ def test_the_figures_progress_line_says_what_they_are(capsys):
 
     _progress("out")(figure_files.__name__.rsplit(".", 1)[-1])
     assert "bandjax report: [1] figures (SVG and PNG) (" in capsys.readouterr().err
+
+
+def test_the_report_sets_the_collector_only_in_a_process_of_its_own(tmp_path, monkeypatch):
+    """`bandjax report` from the command line freezes its modules and runs the cycle collector
+    less often (cli.report.GC_THRESHOLDS); called in a caller's process (main(argv)) it leaves
+    the caller's collector as it is."""
+    import gc
+
+    from bandjax.cli import report as cli_report
+
+    calls = []
+    monkeypatch.setattr(gc, "freeze", lambda: calls.append("freeze"))
+    monkeypatch.setattr(gc, "set_threshold", lambda *t: calls.append(t))
+    import argparse
+
+    cli_report._fewer_collections(argparse.Namespace(from_command_line=False))
+    assert calls == []
+    cli_report._fewer_collections(argparse.Namespace(from_command_line=True))
+    assert calls == ["freeze", cli_report.GC_THRESHOLDS]
+    before = gc.get_threshold()
+    assert main(["report", "--out", str(tmp_path / "r"), "--quiet", "--sections", "core"]) == 0
+    assert gc.get_threshold() == before and calls == ["freeze", cli_report.GC_THRESHOLDS]

@@ -129,6 +129,7 @@ def _main(argv) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
+        args.from_command_line = from_command_line  # a process of its own, ended by os._exit
         command = f"bandjax {args.command}"
         if from_command_line:
             interrupted_line(f"{command}: interrupted")
