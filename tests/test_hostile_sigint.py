@@ -210,3 +210,49 @@ def test_console_script_interrupted_at_any_moment_on_busy_cores(tmp_path):
         for p in busy:
             p.kill()
             p.wait()
+
+
+def _marked(mark: str) -> list[int]:
+    """Processes whose environment holds ``mark`` (Linux /proc), this one's children included."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if mark.encode() in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:  # gone, or not ours to read
+                pass
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
+@pytest.mark.parametrize("at_s", (0.4, 1.0, 2.5))
+def test_report_interrupted_while_its_engine_runs_ahead_leaves_no_worker(tmp_path, at_s):
+    """The full-size report starts the shared-WAN engine's workers before it loads jax (not the
+    small in-process runs of the other cases here): a Ctrl-C then is 130 and one line, the output
+    absent, and no worker left running."""
+    mark = f"BANDJAX_TEST_MARK={os.getpid()}-{at_s}"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "BANDJAX_CACHE_DIR": str(tmp_path / "cache"),
+           mark.split("=")[0]: mark.split("=")[1]}
+    env.pop("BANDJAX_REPORT_TEST_SIZE", None)
+    with _children_start_with_default_sigint():
+        p = subprocess.Popen([sys.executable, "-m", "bandjax", "report", "--out",
+                              str(tmp_path / "out"), "--quiet"], cwd=tmp_path, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(at_s)
+    p.send_signal(signal.SIGINT)
+    try:
+        _, err = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:  # pragma: no cover - a hang is the failure
+        p.kill()
+        p.communicate()
+        pytest.fail(f"the report interrupted at {at_s} s did not end within 120 s")
+    err = err.decode()
+    if p.returncode == -signal.SIGINT and not err.strip():
+        pytest.skip("the SIGINT fell in the interpreter's own start")
+    assert p.returncode == 130 and err == "bandjax report: interrupted\n", (p.returncode, err)
+    assert not (tmp_path / "out").exists()
+    deadline = time.monotonic() + 10
+    while _marked(mark) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _marked(mark) == []
