@@ -30,6 +30,7 @@ LAYERS = (
                    "bandjax.sitevalue")),
     ("measured and uncertain inputs", ("bandjax.calibration", "bandjax.uncertainty")),
     ("answers and storage", ("bandjax.answers", "bandjax.store")),
+    ("report: engine runs", ("bandjax._wan_runs",)),
     ("report: shared", ("bandjax.report.constants", "bandjax.report.passes",
                         "bandjax.report.sections.common")),
     ("report: sections", ("bandjax.report.sections.*", "bandjax.report.sections")),
