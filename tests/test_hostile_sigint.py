@@ -52,8 +52,8 @@ def _children_start_with_default_sigint():
             signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _run_once(argv, at_s, cwd):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "BANDJAX_REPORT_TEST_SIZE": "small"}
+def _interrupted(argv, at_s, cwd, env) -> subprocess.Popen:
+    """``bandjax argv`` sent SIGINT at ``at_s``, waited for (its ``err``: stderr, decoded)."""
     with _children_start_with_default_sigint():
         p = subprocess.Popen([sys.executable, "-m", "bandjax", *map(str, argv)], cwd=cwd, env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -65,7 +65,14 @@ def _run_once(argv, at_s, cwd):
         p.kill()
         p.communicate()
         pytest.fail(f"{argv} interrupted at {at_s} s did not end within 120 s")
-    err = err.decode()
+    p.err = err.decode()
+    return p
+
+
+def _run_once(argv, at_s, cwd):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "BANDJAX_REPORT_TEST_SIZE": "small"}
+    p = _interrupted(argv, at_s, cwd, env)
+    err = p.err
     before_python = p.returncode == -signal.SIGINT and not err.strip()  # no handler at all yet
     if before_python or (p.returncode != 130 and "KeyboardInterrupt" in err and "/bandjax/" not in err):
         return None  # the interpreter's own start (site-packages, runpy), before bandjax's code
@@ -235,19 +242,8 @@ def test_report_interrupted_while_its_engine_runs_ahead_leaves_no_worker(tmp_pat
     env = {**os.environ, "PYTHONPATH": str(REPO), "BANDJAX_CACHE_DIR": str(tmp_path / "cache"),
            mark.split("=")[0]: mark.split("=")[1]}
     env.pop("BANDJAX_REPORT_TEST_SIZE", None)
-    with _children_start_with_default_sigint():
-        p = subprocess.Popen([sys.executable, "-m", "bandjax", "report", "--out",
-                              str(tmp_path / "out"), "--quiet"], cwd=tmp_path, env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    time.sleep(at_s)
-    p.send_signal(signal.SIGINT)
-    try:
-        _, err = p.communicate(timeout=120)
-    except subprocess.TimeoutExpired:  # pragma: no cover - a hang is the failure
-        p.kill()
-        p.communicate()
-        pytest.fail(f"the report interrupted at {at_s} s did not end within 120 s")
-    err = err.decode()
+    p = _interrupted(["report", "--out", tmp_path / "out", "--quiet"], at_s, tmp_path, env)
+    err = p.err
     if p.returncode == -signal.SIGINT and not err.strip():
         pytest.skip("the SIGINT fell in the interpreter's own start")
     assert p.returncode == 130 and err == "bandjax report: interrupted\n", (p.returncode, err)
