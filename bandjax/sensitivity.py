@@ -97,24 +97,24 @@ def _field_elasticities(sc: Scenario, ia, ib, steps_a, steps_b, x, k: int, names
         s = time_to_target_s(sc_x, 1.0)  # a step / ETTR, as the search's residual
         return jnp.log(na * _be._pick(s, ia)) - jnp.log(nb * _be._pick(s, ib))
 
-    def one_root(u):
-        # One forward pass with a tangent per parameter and one for u: dr/dz and dr/du together.
-        jac = jax.jacfwd(lambda z: residual(u, z))(jnp.zeros(len(names) + 1))
-        r_z, r_u = jac[..., :-1], jac[..., -1]
-        safe = jnp.isfinite(r_u) & (r_u != 0)
-        e = jnp.where(safe[..., None], -r_z / jnp.where(safe, r_u, 1.0)[..., None], 0.0)
-        # The searched parameter is replaced by x: its own elasticity is 0, as in the search.
-        return jnp.where(jnp.isfinite(u)[..., None], e, jnp.nan)
-
     u = jnp.log(jnp.asarray(x, dtype=float))
-    # a Python loop over the (few) root slots: vmap over a slot or two costs more to trace
-    return jnp.stack([one_root(u[..., r]) for r in range(u.shape[-1])], axis=-2)
+    # a Python loop over the (few) root slots: vmap over a slot or two costs more to trace. The
+    # searched parameter is replaced by x: its own elasticity is 0, as in the search.
+    return jnp.stack([_at_root(lambda z, u=u[..., r]: residual(u, z), u[..., r], len(names))
+                      for r in range(u.shape[-1])], axis=-2)
 
 
-quick_crossing_elasticities = _jax.quick(crossing_elasticities,
-                                         static_argnames=("k", "bandwidth", "grid", "max_roots",
-                                                          "general"))
-""":func:`crossing_elasticities` compiled for a call made once (:func:`bandjax._jax.quick`)."""
+def _at_root(residual, u, n: int):
+    """-(dr/dz) / (dr/du) at a root u = log x*, for ``residual(z)`` whose z[:n] are the log
+    parameters and z[n] moves u: one forward pass with a tangent per parameter and one for u.
+    0 where dr/du is 0 or not finite, NaN where u is not a number. Shape (..., n)."""
+    jac = jax.jacfwd(residual)(jnp.zeros(n + 1))
+    r_z, r_u = jac[..., :-1], jac[..., -1]
+    safe = jnp.isfinite(r_u) & (r_u != 0)
+    e = jnp.where(safe[..., None], -r_z / jnp.where(safe, r_u, 1.0)[..., None], 0.0)
+    return jnp.where(jnp.isfinite(u)[..., None], e, jnp.nan)
+
+
 quick_elasticities_at = _jax.quick(_field_elasticities, static_argnames=("k", "names"))
 """:func:`_field_elasticities` (the elasticities at crossings already found) compiled for a call
 made once (:func:`bandjax._jax.quick`): the report's and :func:`elasticities`'s, over the WAN's
@@ -174,11 +174,7 @@ def _budget_elasticities_at(sc: Scenario, x, names: tuple[str, ...]):
         sc_z, _, _ = _scaled(theta, names, z[:-1])
         return _be._budget_residual(jnp.exp(u + z[-1]), sc_z)
 
-    jac = jax.jacfwd(residual)(jnp.zeros(len(names) + 1))
-    r_z, r_u = jac[..., :-1], jac[..., -1]
-    safe = jnp.isfinite(r_u) & (r_u != 0)
-    e = jnp.where(safe[..., None], -r_z / jnp.where(safe, r_u, 1.0)[..., None], 0.0)
-    return jnp.where(jnp.isfinite(u)[..., None], e, jnp.nan)
+    return _at_root(residual, u, len(names))
 
 
 _quick_budget_at = _jax.quick(_budget_elasticities_at, static_argnames=("names",))
