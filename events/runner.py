@@ -505,13 +505,11 @@ class Pending:
     """A sweep started by :func:`submit`: :meth:`result` waits for its runs and gives the
     dataset :func:`sweep` would give."""
 
-    def __init__(self, job: _Job, futures: list, kept: list | None = None,
-                 cache: _RunCache | None = None, todo: tuple | None = None):
-        self._job, self._futures, self._cache = job, futures, cache
-        self._kept = [None] * len(job.tasks) if kept is None else kept
+    def __init__(self, job: _Job, futures: list, kept: list, cache: _RunCache | None,
+                 todo: list, index: list[int]):
+        self._job, self._futures, self._cache, self._kept = job, futures, cache, kept
         # the tasks not kept, and the index of each one's run among futures (_distinct)
-        self._todo, self._index = todo if todo is not None else (list(job.tasks),
-                                                                 list(range(len(job.tasks))))
+        self._todo, self._index = todo, index
 
     def result(self, progress: bool = True) -> xr.Dataset:
         fresh = iter(_spread(_gather(self._futures, len(self._futures), progress), self._todo,
@@ -539,4 +537,4 @@ def submit(where, scenario: Scenario | None = None, *, load=0.0, seed=0, steps: 
     kept = [None if cache is None else cache.get(t) for t in job.tasks]
     todo = [t for t, k in zip(job.tasks, kept) if k is None]
     runs, index = _distinct(todo)
-    return Pending(job, _submit(runs, where) if runs else [], kept, cache, (todo, index))
+    return Pending(job, _submit(runs, where) if runs else [], kept, cache, todo, index)
