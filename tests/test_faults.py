@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bandjax import report
+from bandjax import _wan_runs, report
 from bandjax.report import explorer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -152,7 +152,7 @@ def test_killed_report_subprocess(tmp_path, k):
     delay = rng.uniform(6.0, 10.0) if sig == signal.SIGINT else rng.uniform(1.0, 10.0)
     out = tmp_path / "out"
     before = old_report(out)
-    env = {**os.environ, "PYTHONPATH": str(REPO), report._TEST_HOOK: "small"}
+    env = {**os.environ, "PYTHONPATH": str(REPO), _wan_runs.TEST_SIZE_ENV: "small"}
     p = subprocess.Popen([sys.executable, "-m", "bandjax", "report", "--out", str(out)],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     time.sleep(delay)

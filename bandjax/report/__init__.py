@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from .._io import OURS, atomic_write_text, check_out
-from .._wan_runs import TEST_SIZE_ENV, small_for_tests
+from .._wan_runs import small_for_tests
 from ..scenario import Scenario, reference
 from . import figure_files
 from . import sections as _sections
@@ -161,7 +161,6 @@ def markdown(results: Results | dict) -> str:
 # as `bandjax explore --results`) renames that aside folder back, and removes leftover siblings.
 _NEW = ".bandjax-new-"
 _OLD = ".bandjax-old-"
-_TEST_HOOK = TEST_SIZE_ENV  # tests that run `bandjax report` as a subprocess: small runs
 
 
 def _siblings(out: Path, kind: str) -> list[Path]:
