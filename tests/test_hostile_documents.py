@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 import bandjax as bj
 from bandjax import cli
 from bandjax.calibration import CalibrationWarning
+from bandjax.units import parse
 from bandjax.report import explorer
 
 from test_hostile import CASE_S, bounded, tallied  # one bound on a case: past it, a hang
@@ -235,16 +236,29 @@ def test_generated_toml_tables(compiled, tmp_path_factory, capsys, data):
         assert _names_what(line, path, ["variant", "step_ms", "bandwidth", *COLUMNS]), (done, line)
 
 
-def _step_s(value) -> list[float] | None:
-    """The step times, s, a step_ms value is: None where it is not a valid one (then the row
-    must be refused)."""
-    values = list(value) if isinstance(value, (list, tuple)) else [value]
+STEP_COLUMNS = {"step_ms": 1e-3, "step_s": 1.0, "step_us": 1e-6}  # the unit in the column's name
+
+
+def _step_s(row: dict) -> list[float] | None:
+    """The step times, s, a row gives in its one step column (step_ms, step_s, step_us, or step
+    with its unit in the value, read by bandjax.units.parse): None where it gives none, several,
+    or one that is not a valid one (then the row must be refused)."""
+    given = [k for k in ("step", *STEP_COLUMNS) if k in row]
+    if len(given) != 1:
+        return None
+    key = given[0]
+    values = list(row[key]) if isinstance(row[key], (list, tuple)) else [row[key]]
     out = []
     for v in values:
         if isinstance(v, bool):
             return None
         try:
-            x = float(v) * 1e-3
+            if key == "step":
+                if not (isinstance(v, str) and len(v.split()) > 1):
+                    return None  # a step time without its unit
+                x = parse("step", v, "time")
+            else:
+                x = float(v) * STEP_COLUMNS[key]
         except (TypeError, ValueError):
             return None
         if not (math.isfinite(x) and x > 0):
@@ -273,7 +287,7 @@ def test_generated_rows_through_the_api(compiled, data):
                                     or "variant" in msg), (done, msg)
         return
     TALLY["accepted"] += 1
-    expected = [_step_s(r.get("step_ms")) for r in snapshot]
+    expected = [_step_s(r) for r in snapshot]
     assert all(x is not None for x in expected), (done, snapshot)  # an invalid step was read
     assert cal.measured_s.tolist() == pytest.approx([sum(x) / len(x) for x in expected],
                                                     rel=1e-12), (done, snapshot)
